@@ -1,0 +1,226 @@
+"""The runcost command line: parse arguments, call the library, turn errors into exit codes."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from collections.abc import Callable
+from decimal import Decimal
+from functools import wraps
+from pathlib import Path
+from typing import Any
+
+import click
+import duckdb
+from rich.console import Console
+from rich.table import Table
+
+from pipeline import __version__
+from pipeline.config import DEFAULT_CONFIG_NAME, load_config
+from pipeline.errors import RuncostError
+from pipeline.publish import DATABASE_NAME
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+console = Console()
+errors = Console(stderr=True)
+
+
+def _reports_errors(function: Callable[..., Any]) -> Callable[..., Any]:
+    @wraps(function)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return function(*args, **kwargs)
+        except RuncostError as error:
+            errors.print(f"error: {error}", markup=False, highlight=False)
+            sys.exit(error.exit_code)
+
+    return wrapper
+
+
+def _setup_logging(log_format: str) -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    if log_format == "json":
+        handler.setFormatter(_JsonFormatter())
+    else:
+        handler.setFormatter(logging.Formatter("%(levelname)s: %(message)s"))
+    logger = logging.getLogger("runcost")
+    logger.handlers[:] = [handler]
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+
+
+class _JsonFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        return json.dumps(
+            {"level": record.levelname.lower(), "message": record.getMessage(), "at": record.created}
+        )
+
+
+config_option = click.option(
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help=f"Configuration file (default: ./{DEFAULT_CONFIG_NAME}).",
+)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="runcost")
+@click.option(
+    "--log-format",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="How warnings and progress are logged to stderr.",
+)
+def main(log_format: str) -> None:
+    """runcost: the all-in, reconciled cost of every ML training attempt and experiment."""
+    _setup_logging(log_format)
+
+
+@main.command()
+@config_option
+@_reports_errors
+def run(config_path: Path | None) -> None:
+    """Run the nightly job: ingest, attribute, allocate, check, publish.
+
+    Exits 0 when a new snapshot is published, 1 when input is bad or a check fails
+    (nothing is published), 2 on a usage error.
+    """
+    from pipeline.run import run_pipeline
+
+    config = load_config(config_path)
+    result = run_pipeline(config, progress=_progress)
+    _print_run_summary(result.database, result.run_id)
+
+
+@main.command()
+@click.argument("directory", required=False, type=click.Path(file_okay=False, path_type=Path))
+@click.option("--seed", default=7, show_default=True, help="Seed of the scenario generator.")
+@_reports_errors
+def demo(directory: Path | None, seed: int) -> None:
+    """Write the bundled scenario into DIRECTORY (default ./runcost-demo), run it, show costs."""
+    from pipeline.run import run_pipeline
+    from pipeline.scenario import write_scenario
+
+    target = directory or Path("runcost-demo")
+    config_file = write_scenario(target, seed=seed)
+    result = run_pipeline(load_config(config_file), progress=_progress)
+    _print_run_summary(result.database, result.run_id)
+    console.print(f"\nQuery it: runcost sql --config {config_file} \"select * from marts.attempt_costs\"")
+    console.print(f"or: duckdb {result.database}")
+
+
+@main.command()
+@click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--seed", default=7, show_default=True, help="Seed of the scenario generator.")
+@_reports_errors
+def scenario(directory: Path, seed: int) -> None:
+    """Write a small consistent world (CUR 2.0 export, telemetry, ground truth) to DIRECTORY."""
+    from pipeline.scenario import write_scenario
+
+    config_file = write_scenario(directory, seed=seed)
+    console.print(f"wrote {directory} (configuration: {config_file})")
+
+
+@main.command()
+@click.argument("query")
+@config_option
+@click.option(
+    "--database",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help=f"A published {DATABASE_NAME} (default: the one in the configured warehouse).",
+)
+@click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(["table", "csv", "json"]),
+    default="table",
+    show_default=True,
+)
+@_reports_errors
+def sql(query: str, config_path: Path | None, database: Path | None, output_format: str) -> None:
+    """Run a read-only SQL QUERY against the published tables."""
+    from pipeline.run import open_database
+
+    if database is None:
+        database = load_config(config_path).warehouse / DATABASE_NAME
+    if not database.is_file():
+        raise RuncostError(f"{database}: nothing is published yet; run `runcost run` first")
+    con = open_database(database)
+    try:
+        cursor = con.execute(query)
+    except duckdb.Error as error:
+        raise RuncostError(f"query failed: {error}") from error
+    columns = [item[0] for item in cursor.description or []]
+    rows = cursor.fetchall()
+    con.close()
+    _print_rows(columns, rows, output_format)
+
+
+def _print_rows(columns: list[str], rows: list[tuple], output_format: str) -> None:
+    if output_format == "json":
+        click.echo(json.dumps([dict(zip(columns, row, strict=True)) for row in rows], default=str))
+    elif output_format == "csv":
+        import csv
+
+        writer = csv.writer(sys.stdout)
+        writer.writerow(columns)
+        writer.writerows(rows)
+    else:
+        table = Table(*columns)
+        for row in rows:
+            table.add_row(*(_cell(value) for value in row))
+        console.print(table)
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, Decimal):
+        return f"{value:,.2f}"
+    return str(value)
+
+
+def _progress(message: str) -> None:
+    logging.getLogger("runcost").info(message)
+
+
+def _print_run_summary(database: Path, run_id: str) -> None:
+    from pipeline.run import open_database
+
+    con = open_database(database)
+    try:
+        experiments = con.execute(
+            "select experiment_id, attempts, failed_attempts, "
+            "max(effective_cost) filter (where allocation_model = 'marginal') as marginal, "
+            "max(effective_cost) filter (where allocation_model = 'fully_loaded') as loaded, "
+            "max(failed_attempt_cost) filter (where allocation_model = 'marginal') as failed, "
+            "max(experiment_only_cost) filter (where allocation_model = 'marginal') as only "
+            "from marts.experiment_costs group by all order by experiment_id"
+        ).fetchall()
+        reconciliation = con.execute(
+            "select billing_period, billing_currency, bill_total, attributed, shared, unallocated, "
+            "difference from marts.reconciliation where cost_basis = 'effective_cost' "
+            "and allocation_model = 'fully_loaded' order by all"
+        ).fetchall()
+    finally:
+        con.close()
+    table = Table(title=f"Experiment costs (effective cost basis), run {run_id}")
+    for name in ("experiment", "attempts", "failed", "marginal", "fully loaded"):
+        table.add_column(name, justify="left" if name == "experiment" else "right")
+    table.add_column("failed-attempt cost", justify="right")
+    table.add_column("experiment-only", justify="right")
+    for row in experiments:
+        table.add_row(*(_cell(value) for value in row))
+    console.print(table)
+    recon = Table(title="Reconciliation to the bill (effective cost, fully loaded)")
+    for name in ("period", "currency", "bill", "attributed", "shared", "unallocated", "difference"):
+        recon.add_column(name, justify="left" if name in ("period", "currency") else "right")
+    for row in reconciliation:
+        recon.add_row(*(_cell(value) for value in row))
+    console.print(recon)
+    console.print(f"published: {database}")

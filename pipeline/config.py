@@ -1,0 +1,329 @@
+"""runcost.toml: load, validate and expose the configuration as frozen dataclasses."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import sqlglot
+from sqlglot import expressions as exp
+
+from pipeline.errors import ConfigError
+
+# Columns of normalized.cost_lines a pool selector may name. tests/unit/test_config.py checks this
+# list against the model's real output, so the two cannot drift apart.
+COST_LINE_COLUMNS = frozenset(
+    {
+        "line_id",
+        "provider",
+        "source_delivery",
+        "source_file",
+        "source_line",
+        "billing_account_id",
+        "billing_account_name",
+        "sub_account_id",
+        "sub_account_name",
+        "billing_period",
+        "billing_period_start",
+        "billing_period_end",
+        "charge_period_start",
+        "charge_period_end",
+        "charge_category",
+        "charge_class",
+        "charge_description",
+        "provider_line_type",
+        "service_name",
+        "sku_id",
+        "usage_type",
+        "operation",
+        "resource_id",
+        "region_id",
+        "availability_zone",
+        "instance_type",
+        "pricing_unit",
+        "consumed_quantity",
+        "usage_seconds",
+        "billing_currency",
+        "invoice_id",
+        "billed_cost",
+        "effective_cost",
+        "list_cost",
+        "net_cost",
+        "tags",
+        "attempt_tag",
+        "experiment_tag",
+    }
+)
+
+# Columns of telemetry attempts a pool's `attempts` filter may name.
+ATTEMPT_COLUMNS = frozenset(
+    {
+        "attempt_id",
+        "experiment_id",
+        "parent_attempt_id",
+        "model_version",
+        "config_version",
+        "dataset_snapshot",
+        "provider",
+        "account_id",
+        "region",
+        "cluster",
+        "namespace",
+        "instance_type",
+        "gpu_type",
+        "gpu_count",
+        "node_count",
+        "capacity_type",
+        "status",
+    }
+)
+
+POOL_DRIVERS = ("gpu_seconds", "even")
+POOL_SPREADS = ("charge_period", "billing_period")
+DEFAULT_CONFIG_NAME = "runcost.toml"
+_MEMORY = re.compile(r"\d+(\.\d+)?\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Pool:
+    """A shared-cost pool: which cost lines it takes, and how it spreads them over attempts."""
+
+    name: str
+    selector: str
+    driver: str = "gpu_seconds"
+    spread: str = "charge_period"
+    attempts: str = "true"
+
+
+@dataclass(frozen=True)
+class Config:
+    """The whole validated configuration; paths are absolute."""
+
+    path: Path | None
+    warehouse: Path
+    aws_exports: tuple[str, ...] = ()
+    telemetry: Path | None = None
+    attempt_tag_keys: tuple[str, ...] = ("user_attempt_id",)
+    experiment_tag_keys: tuple[str, ...] = ("user_experiment_id",)
+    resource_time: bool = True
+    pools: tuple[Pool, ...] = ()
+    memory_limit: str | None = None
+    threads: int | None = None
+    raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    def fingerprint(self) -> str:
+        """A stable hash of the settings that change results (recorded in the run manifest)."""
+        text = repr(
+            (
+                self.aws_exports,
+                self.attempt_tag_keys,
+                self.experiment_tag_keys,
+                self.resource_time,
+                self.pools,
+            )
+        )
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+_SECTIONS: dict[str, set[str]] = {
+    "warehouse": {"path", "memory_limit", "threads"},
+    "aws": {"exports"},
+    "telemetry": {"path"},
+    "attribution": {"attempt_tag_keys", "experiment_tag_keys", "resource_time"},
+}
+_POOL_KEYS = {"name", "selector", "driver", "spread", "attempts"}
+
+
+def load_config(path: Path | str | None = None) -> Config:
+    """Read and validate runcost.toml (default ./runcost.toml)."""
+    config_path = Path(path) if path is not None else Path.cwd() / DEFAULT_CONFIG_NAME
+    if not config_path.is_file():
+        raise ConfigError(
+            f"{config_path}: no such configuration file; pass --config PATH, or run "
+            "`runcost scenario DIR` to write an example runcost.toml"
+        )
+    try:
+        data = tomllib.loads(config_path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(f"{config_path}: not valid TOML: {error}") from error
+    return parse_config(data, base=config_path.resolve().parent, path=config_path)
+
+
+def parse_config(data: dict[str, Any], base: Path, path: Path | None = None) -> Config:
+    """Validate a parsed TOML document; relative paths are taken from ``base``."""
+    where = str(path) if path else "runcost.toml"
+    allowed_top = {*_SECTIONS, "pools"}
+    for key in data:
+        if key not in allowed_top:
+            raise ConfigError(
+                f"{where}: unknown section [{key}]; allowed: {', '.join(sorted(allowed_top))}"
+            )
+    for section, keys in _SECTIONS.items():
+        value = data.get(section, {})
+        if not isinstance(value, dict):
+            raise ConfigError(f"{where}: [{section}] must be a table")
+        for key in value:
+            if key not in keys:
+                raise ConfigError(
+                    f"{where}: unknown key {section}.{key}; allowed in [{section}]: "
+                    f"{', '.join(sorted(keys))}"
+                )
+
+    warehouse = data.get("warehouse", {})
+    aws = data.get("aws", {})
+    telemetry = data.get("telemetry", {})
+    attribution = data.get("attribution", {})
+
+    threads = warehouse.get("threads")
+    if threads is not None and (not isinstance(threads, int) or threads < 1):
+        raise ConfigError(f"{where}: warehouse.threads must be a whole number of at least 1")
+    memory_limit = warehouse.get("memory_limit")
+    if memory_limit is not None and (
+        not isinstance(memory_limit, str) or not _MEMORY.fullmatch(memory_limit)
+    ):
+        raise ConfigError(
+            f'{where}: warehouse.memory_limit must be a size such as "4GB" or "512MiB", '
+            f"not {memory_limit!r}"
+        )
+
+    exports = _string_list(aws.get("exports", []), f"{where}: aws.exports")
+    resolved_exports = tuple(_resolve_location(item, base) for item in exports)
+
+    telemetry_path = telemetry.get("path")
+    if telemetry_path is not None and not isinstance(telemetry_path, str):
+        raise ConfigError(f"{where}: telemetry.path must be a string (a folder)")
+
+    attempt_keys = _string_list(
+        attribution.get("attempt_tag_keys", ["user_attempt_id"]),
+        f"{where}: attribution.attempt_tag_keys",
+    )
+    experiment_keys = _string_list(
+        attribution.get("experiment_tag_keys", ["user_experiment_id"]),
+        f"{where}: attribution.experiment_tag_keys",
+    )
+    resource_time = attribution.get("resource_time", True)
+    if not isinstance(resource_time, bool):
+        raise ConfigError(f"{where}: attribution.resource_time must be true or false")
+
+    pools = _parse_pools(data.get("pools", []), where)
+
+    return Config(
+        path=path,
+        warehouse=_resolve_path(warehouse.get("path", "warehouse"), base, "warehouse.path", where),
+        aws_exports=resolved_exports,
+        telemetry=(
+            _resolve_path(telemetry_path, base, "telemetry.path", where)
+            if telemetry_path is not None
+            else None
+        ),
+        attempt_tag_keys=tuple(attempt_keys),
+        experiment_tag_keys=tuple(experiment_keys),
+        resource_time=resource_time,
+        pools=pools,
+        memory_limit=memory_limit,
+        threads=threads,
+        raw=data,
+    )
+
+
+def _string_list(value: Any, what: str) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(item, str) and item for item in value):
+        raise ConfigError(f'{what} must be a list of non-empty strings, such as ["a", "b"]')
+    return value
+
+
+def _resolve_path(value: Any, base: Path, key: str, where: str) -> Path:
+    if not isinstance(value, str) or not value:
+        raise ConfigError(f"{where}: {key} must be a non-empty string (a folder)")
+    candidate = Path(value).expanduser()
+    return candidate if candidate.is_absolute() else (base / candidate).resolve()
+
+
+def _resolve_location(value: str, base: Path) -> str:
+    if "://" in value:
+        return value
+    candidate = Path(value).expanduser()
+    return str(candidate if candidate.is_absolute() else (base / candidate).resolve())
+
+
+def _parse_pools(value: Any, where: str) -> tuple[Pool, ...]:
+    if not isinstance(value, list):
+        raise ConfigError(f"{where}: pools must be written as [[pools]] tables")
+    pools: list[Pool] = []
+    seen: set[str] = set()
+    for index, item in enumerate(value, start=1):
+        label = f"{where}: pools[{index}]"
+        if not isinstance(item, dict):
+            raise ConfigError(f"{label} must be a table with name, selector and driver")
+        for key in item:
+            if key not in _POOL_KEYS:
+                raise ConfigError(
+                    f"{label}: unknown key {key}; allowed: {', '.join(sorted(_POOL_KEYS))}"
+                )
+        name = item.get("name")
+        if not isinstance(name, str) or not name:
+            raise ConfigError(f"{label}: name is required (a non-empty string)")
+        if name in seen:
+            raise ConfigError(f"{label}: pool name {name!r} is used twice; names must be unique")
+        seen.add(name)
+        selector = item.get("selector")
+        if not isinstance(selector, str) or not selector.strip():
+            raise ConfigError(
+                f"{label} ({name}): selector is required: a SQL condition over "
+                "normalized.cost_lines, such as \"service_name = 'AmazonEKS'\""
+            )
+        validate_condition(selector, COST_LINE_COLUMNS, f"{label} ({name}).selector")
+        attempts = item.get("attempts", "true")
+        if not isinstance(attempts, str) or not attempts.strip():
+            raise ConfigError(f"{label} ({name}).attempts must be a SQL condition string")
+        validate_condition(attempts, ATTEMPT_COLUMNS, f"{label} ({name}).attempts")
+        driver = item.get("driver", "gpu_seconds")
+        if driver not in POOL_DRIVERS:
+            raise ConfigError(
+                f"{label} ({name}): driver {driver!r} is not supported; "
+                f"allowed: {', '.join(POOL_DRIVERS)}"
+            )
+        spread = item.get("spread", "charge_period")
+        if spread not in POOL_SPREADS:
+            raise ConfigError(
+                f"{label} ({name}): spread {spread!r} is not supported; "
+                f"allowed: {', '.join(POOL_SPREADS)}"
+            )
+        pools.append(
+            Pool(name=name, selector=selector, driver=driver, spread=spread, attempts=attempts)
+        )
+    return tuple(pools)
+
+
+_FORBIDDEN = (exp.Select, exp.Subquery, exp.Union, exp.Command, exp.Insert, exp.Delete, exp.Drop)
+
+
+def validate_condition(text: str, columns: frozenset[str], what: str) -> exp.Expression:
+    """Parse one boolean SQL condition and check that it names only known columns."""
+    try:
+        parsed = sqlglot.parse(text, dialect="duckdb")
+    except sqlglot.errors.ParseError as error:
+        raise ConfigError(f"{what}: not a valid SQL condition: {error}") from error
+    if len(parsed) != 1 or parsed[0] is None:
+        raise ConfigError(f"{what}: must be exactly one SQL condition, without ';'")
+    expression = parsed[0]
+    for node in expression.walk():
+        if isinstance(node, _FORBIDDEN):
+            raise ConfigError(
+                f"{what}: only a condition over columns is allowed, not a query or statement"
+            )
+        if isinstance(node, exp.Column):
+            if node.table:
+                raise ConfigError(
+                    f"{what}: write plain column names, not {node.sql()!r} with a table"
+                )
+            if node.name not in columns:
+                raise ConfigError(
+                    f"{what}: unknown column {node.name!r}; known columns: "
+                    f"{', '.join(sorted(columns))}"
+                )
+    return expression

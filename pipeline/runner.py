@@ -1,0 +1,175 @@
+"""The SQL DAG: find models in sql/, order them by their sqlglot-parsed inputs, and build them."""
+
+from __future__ import annotations
+
+import graphlib
+import re
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import duckdb
+import sqlglot
+from sqlglot import expressions as exp
+
+from pipeline.errors import ModelError
+
+LAYERS = ("staging", "normalized", "attribution", "allocation", "marts", "checks")
+# Schemas a model may read without them being models: raw sources (staging only) and the
+# configuration tables the run writes (any layer).
+SOURCE_SCHEMAS = {"raw": ("staging",), "config": LAYERS}
+_GRAIN = re.compile(r"^--\s*grain:\s*\S", re.MULTILINE)
+
+
+def sql_root() -> Path:
+    """The folder of SQL models: inside the installed package, or sql/ beside it in a checkout."""
+    packaged = Path(__file__).parent / "sql"
+    return packaged if packaged.is_dir() else Path(__file__).resolve().parent.parent / "sql"
+
+
+@dataclass(frozen=True)
+class Model:
+    """One SQL model: `sql/<layer>/<name>.sql` builds `<layer>.<name>`."""
+
+    layer: str
+    name: str
+    path: Path | None
+    sql: str
+    description: str
+    grain: str
+    inputs: frozenset[str] = field(default_factory=frozenset)
+
+    @property
+    def qualified(self) -> str:
+        return f"{self.layer}.{self.name}"
+
+    @property
+    def materialization(self) -> str:
+        if self.layer == "checks":
+            return "check"
+        return "view" if self.layer == "staging" else "table"
+
+
+def parse_model(layer: str, name: str, sql: str, path: Path | None = None) -> Model:
+    """Parse a model's header and inputs; malformed models raise ModelError naming the file."""
+    where = str(path) if path else f"{layer}.{name}"
+    lines = sql.lstrip().splitlines()
+    if not lines or not lines[0].startswith("--"):
+        raise ModelError(f"{where}: the first line must be a comment saying what the model is")
+    grain_match = _GRAIN.search(sql)
+    if not grain_match:
+        raise ModelError(f"{where}: add a header line `-- grain: one row per (...)`")
+    grain_line = sql[grain_match.start() :].splitlines()[0]
+    if sql.rstrip().endswith(";"):
+        raise ModelError(f"{where}: a model is one select without a trailing ';'")
+    try:
+        statements = sqlglot.parse(sql, dialect="duckdb")
+    except sqlglot.errors.ParseError as error:
+        raise ModelError(f"{where}: SQL does not parse: {error}") from error
+    if len(statements) != 1 or not isinstance(statements[0], exp.Query):
+        raise ModelError(f"{where}: a model must be exactly one select statement")
+    return Model(
+        layer=layer,
+        name=name,
+        path=path,
+        sql=sql.rstrip(),
+        description=lines[0].lstrip("- ").strip(),
+        grain=grain_line.split(":", 1)[1].strip(),
+        inputs=frozenset(_inputs(statements[0])),
+    )
+
+
+def _inputs(statement: exp.Expression) -> set[str]:
+    ctes = {cte.alias_or_name for cte in statement.find_all(exp.CTE)}
+    found = set()
+    for table in statement.find_all(exp.Table):
+        if table.db:
+            found.add(f"{table.db}.{table.name}")
+        elif table.name and table.name not in ctes and not isinstance(table.this, exp.Anonymous):
+            found.add(table.name)
+    return found
+
+
+def discover(root: Path | None = None) -> list[Model]:
+    """Every model under sql/<layer>/*.sql."""
+    root = root or sql_root()
+    models = []
+    for layer in LAYERS:
+        for path in sorted((root / layer).glob("*.sql")):
+            models.append(parse_model(layer, path.stem, path.read_text(encoding="utf-8"), path))
+    return models
+
+
+def order(models: Iterable[Model]) -> list[Model]:
+    """Models in dependency order; checks the layer rules and that every input exists."""
+    by_name = {model.qualified: model for model in models}
+    graph: dict[str, set[str]] = {}
+    for model in by_name.values():
+        deps = set()
+        for name in model.inputs:
+            schema, _, _ = name.partition(".")
+            if name in by_name:
+                if LAYERS.index(by_name[name].layer) > LAYERS.index(model.layer):
+                    raise ModelError(
+                        f"{model.qualified} reads {name}, a higher layer; a model reads only "
+                        f"its own or lower layers ({' < '.join(LAYERS)})"
+                    )
+                deps.add(name)
+            elif schema in SOURCE_SCHEMAS:
+                if model.layer not in SOURCE_SCHEMAS[schema]:
+                    raise ModelError(
+                        f"{model.qualified} reads {name}; {schema}.* may be read only from "
+                        f"{', '.join(SOURCE_SCHEMAS[schema])} models"
+                    )
+            else:
+                raise ModelError(
+                    f"{model.qualified} reads {name}, which is neither a model nor a source; "
+                    "name inputs fully qualified, such as normalized.cost_lines"
+                )
+        graph[model.qualified] = deps
+    try:
+        ordered = list(graphlib.TopologicalSorter(graph).static_order())
+    except graphlib.CycleError as error:
+        raise ModelError(f"models depend on each other in a cycle: {error.args[1]}") from error
+    return [by_name[name] for name in ordered]
+
+
+@dataclass
+class BuildReport:
+    """What a build did: seconds per model, and the rows each check returned."""
+
+    seconds: dict[str, float] = field(default_factory=dict)
+    check_failures: list[tuple[str, list[str], list[tuple]]] = field(default_factory=list)
+    checks_run: list[str] = field(default_factory=list)
+
+
+def build(
+    con: duckdb.DuckDBPyConnection,
+    models: list[Model],
+    on_model: Callable[[Model], None] | None = None,
+) -> BuildReport:
+    """Create every model in order; run checks last and collect their failing rows."""
+    report = BuildReport()
+    for schema in LAYERS[:-1]:
+        con.execute(f"create schema if not exists {schema}")
+    for model in order(models):
+        if on_model:
+            on_model(model)
+        started = time.perf_counter()
+        try:
+            if model.materialization == "check":
+                cursor = con.execute(f"select * from ({model.sql}) limit 20")
+                rows = cursor.fetchall()
+                report.checks_run.append(model.name)
+                if rows:
+                    columns = [item[0] for item in cursor.description]
+                    report.check_failures.append((model.name, columns, rows))
+            else:
+                kind = model.materialization
+                con.execute(f"create or replace {kind} {model.qualified} as\n{model.sql}")
+        except duckdb.Error as error:
+            where = model.path or model.qualified
+            raise ModelError(f"{where}: building {model.qualified} failed: {error}") from error
+        report.seconds[model.qualified] = time.perf_counter() - started
+    return report

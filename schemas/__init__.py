@@ -1,0 +1,1 @@
+"""Data contracts: one module per dataset (column lists and pandera models)."""

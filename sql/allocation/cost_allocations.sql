@@ -1,0 +1,159 @@
+-- Every cost line split into slices under each allocation model: attributed, shared by a pool, or unallocated.
+-- grain: one row per (allocation_model, line_id, allocation_kind, attempt_id, experiment_id)
+-- The slices of one line carry the line's dimensions and sum exactly to it (FOCUS 1.3 split rules).
+with cost_lines as (
+    select * from normalized.cost_lines
+),
+
+line_attributions as (
+    select * from attribution.line_attributions
+),
+
+remainders as (
+    select * from attribution.unattributed_lines
+),
+
+pool_shares as (
+    select * from allocation.pool_shares
+),
+
+pool_line_matches as (
+    select * from allocation.pool_line_matches
+),
+
+pools as (
+    select * from config.pools
+),
+
+allocation_models as (
+    select unnest(['marginal', 'fully_loaded']) as allocation_model
+),
+
+attributed as (
+    select
+        allocation_models.allocation_model,
+        line_attributions.line_id,
+        'attributed' as allocation_kind,
+        line_attributions.attempt_id,
+        line_attributions.experiment_id,
+        line_attributions.attribution_method,
+        line_attributions.confidence,
+        cast(null as varchar) as pool_name,
+        cast(null as varchar) as unallocated_reason,
+        line_attributions.share,
+        line_attributions.billed_cost,
+        line_attributions.effective_cost,
+        line_attributions.list_cost,
+        line_attributions.net_cost
+    from line_attributions
+    cross join allocation_models
+),
+
+marginal_unallocated as (
+    select
+        'marginal' as allocation_model,
+        remainders.line_id,
+        'unallocated' as allocation_kind,
+        cast(null as varchar) as attempt_id,
+        cast(null as varchar) as experiment_id,
+        cast(null as varchar) as attribution_method,
+        cast(null as varchar) as confidence,
+        cast(null as varchar) as pool_name,
+        remainders.unallocated_reason,
+        cast(null as double) as share,
+        remainders.billed_cost,
+        remainders.effective_cost,
+        remainders.list_cost,
+        remainders.net_cost
+    from remainders
+),
+
+shared as (
+    select
+        'fully_loaded' as allocation_model,
+        pool_shares.line_id,
+        'shared' as allocation_kind,
+        pool_shares.attempt_id,
+        pool_shares.experiment_id,
+        'pool' as attribution_method,
+        'allocated' as confidence,
+        pool_shares.pool_name,
+        cast(null as varchar) as unallocated_reason,
+        pool_shares.share,
+        pool_shares.billed_cost,
+        pool_shares.effective_cost,
+        pool_shares.list_cost,
+        pool_shares.net_cost
+    from pool_shares
+),
+
+pooled_lines as (
+    select distinct pool_shares.line_id from pool_shares
+),
+
+fully_loaded_unallocated as (
+    select
+        'fully_loaded' as allocation_model,
+        remainders.line_id,
+        'unallocated' as allocation_kind,
+        cast(null as varchar) as attempt_id,
+        cast(null as varchar) as experiment_id,
+        cast(null as varchar) as attribution_method,
+        cast(null as varchar) as confidence,
+        pools.pool_name,
+        case
+            when pools.pool_name is not null then 'pool_no_eligible_attempts'
+            else remainders.unallocated_reason
+        end as unallocated_reason,
+        cast(null as double) as share,
+        remainders.billed_cost,
+        remainders.effective_cost,
+        remainders.list_cost,
+        remainders.net_cost
+    from remainders
+    left join pool_line_matches on remainders.line_id = pool_line_matches.line_id
+    left join pools on pool_line_matches.pool_order = pools.pool_order
+    anti join pooled_lines on remainders.line_id = pooled_lines.line_id
+),
+
+slices as (
+    select * from attributed
+    union all
+    select * from marginal_unallocated
+    union all
+    select * from shared
+    union all
+    select * from fully_loaded_unallocated
+),
+
+final as (
+    select
+        slices.allocation_model,
+        slices.line_id,
+        slices.allocation_kind,
+        slices.attempt_id,
+        slices.experiment_id,
+        slices.attribution_method,
+        slices.confidence,
+        slices.pool_name,
+        slices.unallocated_reason,
+        slices.share,
+        cost_lines.provider,
+        cost_lines.billing_account_id,
+        cost_lines.sub_account_id,
+        cost_lines.billing_period,
+        cost_lines.billing_currency,
+        cost_lines.service_name,
+        cost_lines.charge_category,
+        cost_lines.charge_period_start,
+        cost_lines.charge_period_end,
+        cost_lines.resource_id,
+        slices.billed_cost,
+        slices.effective_cost,
+        slices.list_cost,
+        slices.net_cost
+    from slices
+    inner join cost_lines on slices.line_id = cost_lines.line_id
+)
+
+select * from final

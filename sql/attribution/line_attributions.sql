@@ -1,0 +1,147 @@
+-- Attributed slices of cost lines, with the amount of each basis: whole lines by tag, pro-rata by resource and time.
+-- grain: one row per (line_id, attempt_id, experiment_id) attributed slice
+with cost_lines as (
+    select * from normalized.cost_lines
+),
+
+tag_matches as (
+    select * from attribution.tag_matches
+),
+
+held_overlaps as (
+    select * from attribution.resource_time_overlaps
+),
+
+attempts as (
+    select
+        attempts.attempt_id,
+        attempts.experiment_id
+    from staging.attempts as attempts
+),
+
+overlap_totals as (
+    select
+        held_overlaps.line_id,
+        sum(held_overlaps.overlap_us) as total_overlap_us,
+        sum(held_overlaps.overlap_us * greatest(coalesce(held_overlaps.gpu_count, 1), 1)) as total_weight
+    from held_overlaps
+    group by held_overlaps.line_id
+),
+
+resource_time_slices as (
+    -- attempts that held the resource one after another each get their seconds of the line's
+    -- active time; attempts sharing it at once (more held seconds than active) split it by
+    -- GPU-seconds, and then the whole line is placed
+    select
+        held_overlaps.line_id,
+        held_overlaps.attempt_id,
+        attempts.experiment_id,
+        'resource_time' as attribution_method,
+        'estimated' as confidence,
+        overlap_totals.total_overlap_us >= cost_lines.usage_seconds * 1000000 as fully_attributed,
+        held_overlaps.overlap_us * greatest(coalesce(held_overlaps.gpu_count, 1), 1) as weight,
+        case
+            when overlap_totals.total_overlap_us >= cost_lines.usage_seconds * 1000000
+                then
+                    (held_overlaps.overlap_us * greatest(coalesce(held_overlaps.gpu_count, 1), 1))
+                    / overlap_totals.total_weight
+            else held_overlaps.overlap_us / (cost_lines.usage_seconds * 1000000)
+        end as share
+    from held_overlaps
+    inner join overlap_totals on held_overlaps.line_id = overlap_totals.line_id
+    inner join cost_lines on held_overlaps.line_id = cost_lines.line_id
+    inner join attempts on held_overlaps.attempt_id = attempts.attempt_id
+),
+
+tag_slices as (
+    select
+        tag_matches.line_id,
+        tag_matches.attempt_id,
+        tag_matches.experiment_id,
+        tag_matches.attribution_method,
+        'billed' as confidence,
+        true as fully_attributed,
+        1 as weight,
+        1.0 as share
+    from tag_matches
+),
+
+slices as (
+    select * from tag_slices
+    union all
+    select * from resource_time_slices
+),
+
+rounded as (
+    select
+        slices.*,
+        cost_lines.billed_cost as line_billed_cost,
+        cost_lines.effective_cost as line_effective_cost,
+        cost_lines.list_cost as line_list_cost,
+        cost_lines.net_cost as line_net_cost,
+        cast(cost_lines.billed_cost * slices.share as decimal(38, 10)) as billed_part,
+        cast(cost_lines.effective_cost * slices.share as decimal(38, 10)) as effective_part,
+        cast(cost_lines.list_cost * slices.share as decimal(38, 10)) as list_part,
+        cast(cost_lines.net_cost * slices.share as decimal(38, 10)) as net_part,
+        row_number() over (
+            partition by slices.line_id order by slices.weight desc, slices.attempt_id
+        ) as slice_rank
+    from slices
+    inner join cost_lines on slices.line_id = cost_lines.line_id
+),
+
+totals as (
+    select
+        rounded.*,
+        sum(rounded.billed_part) over (partition by rounded.line_id) as billed_parts,
+        sum(rounded.effective_part) over (partition by rounded.line_id) as effective_parts,
+        sum(rounded.list_part) over (partition by rounded.line_id) as list_parts,
+        sum(rounded.net_part) over (partition by rounded.line_id) as net_parts
+    from rounded
+),
+
+final as (
+    -- when a line is placed whole, its first slice takes the rounding remainder so the
+    -- slices sum exactly to the line
+    select
+        totals.line_id,
+        totals.attempt_id,
+        totals.experiment_id,
+        totals.attribution_method,
+        totals.confidence,
+        totals.fully_attributed,
+        totals.share,
+        cast(
+            case
+                when totals.fully_attributed and totals.slice_rank = 1
+                    then totals.line_billed_cost - (totals.billed_parts - totals.billed_part)
+                else totals.billed_part
+            end as decimal(38, 10)
+        ) as billed_cost,
+        cast(
+            case
+                when totals.fully_attributed and totals.slice_rank = 1
+                    then
+                        totals.line_effective_cost
+                        - (totals.effective_parts - totals.effective_part)
+                else totals.effective_part
+            end as decimal(38, 10)
+        ) as effective_cost,
+        cast(
+            case
+                when totals.fully_attributed and totals.slice_rank = 1
+                    then totals.line_list_cost - (totals.list_parts - totals.list_part)
+                else totals.list_part
+            end as decimal(38, 10)
+        ) as list_cost,
+        cast(
+            case
+                when totals.fully_attributed and totals.slice_rank = 1
+                    then totals.line_net_cost - (totals.net_parts - totals.net_part)
+                else totals.net_part
+            end as decimal(38, 10)
+        ) as net_cost
+    from totals
+)
+
+select * from final

@@ -1,0 +1,62 @@
+-- What attribution did not place: whole lines, and the rest of lines placed only in part, with the reason.
+-- grain: one row per line_id not wholly attributed
+with cost_lines as (
+    select * from normalized.cost_lines
+),
+
+line_attributions as (
+    select * from attribution.line_attributions
+),
+
+attribution_settings as (
+    select * from config.attribution
+),
+
+held_resources as (
+    select distinct attempt_resources.resource_id
+    from staging.attempt_resources as attempt_resources
+    where coalesce(attempt_resources.resource_id, '') <> ''
+),
+
+placed as (
+    select
+        line_attributions.line_id,
+        bool_or(line_attributions.fully_attributed) as fully_attributed,
+        sum(line_attributions.billed_cost) as billed_cost,
+        sum(line_attributions.effective_cost) as effective_cost,
+        sum(line_attributions.list_cost) as list_cost,
+        sum(line_attributions.net_cost) as net_cost
+    from line_attributions
+    group by line_attributions.line_id
+),
+
+final as (
+    select
+        cost_lines.line_id,
+        case
+            when placed.line_id is not null then 'outside_any_attempt'
+            when cost_lines.attempt_tag is not null then 'unknown_attempt_tag'
+            when cost_lines.experiment_tag is not null then 'unknown_experiment_tag'
+            when cost_lines.resource_id is null then 'no_resource_id'
+            when not attribution_settings.resource_time then 'resource_time_disabled'
+            when held_resources.resource_id is null then 'no_matching_attempt'
+            else 'outside_any_attempt'
+        end as unallocated_reason,
+        cast(
+            cost_lines.billed_cost - coalesce(placed.billed_cost, 0) as decimal(38, 10)
+        ) as billed_cost,
+        cast(
+            cost_lines.effective_cost - coalesce(placed.effective_cost, 0) as decimal(38, 10)
+        ) as effective_cost,
+        cast(
+            cost_lines.list_cost - coalesce(placed.list_cost, 0) as decimal(38, 10)
+        ) as list_cost,
+        cast(cost_lines.net_cost - coalesce(placed.net_cost, 0) as decimal(38, 10)) as net_cost
+    from cost_lines
+    cross join attribution_settings
+    left join placed on cost_lines.line_id = placed.line_id
+    left join held_resources on cost_lines.resource_id = held_resources.resource_id
+    where placed.line_id is null or not placed.fully_attributed
+)
+
+select * from final

@@ -1,0 +1,21 @@
+-- Conservation: per account, period, currency, basis and model, attributed + shared + unallocated equals the bill exactly.
+-- grain: one row per reconciliation row whose difference is not 0
+with reconciliation as (
+    select * from marts.reconciliation
+),
+
+final as (
+    select
+        reconciliation.allocation_model,
+        reconciliation.provider,
+        reconciliation.billing_account_id,
+        reconciliation.billing_period,
+        reconciliation.billing_currency,
+        reconciliation.cost_basis,
+        reconciliation.bill_total,
+        reconciliation.difference
+    from reconciliation
+    where reconciliation.difference <> 0
+)
+
+select * from final

@@ -1,0 +1,107 @@
+-- What each experiment cost under each allocation model: all its attempts (failed ones included) plus lines tagged to it alone.
+-- grain: one row per (experiment_id, allocation_model)
+-- failed_attempt_cost and experiment_only_cost are on the effective_cost basis.
+with attempt_costs as (
+    select * from marts.attempt_costs
+),
+
+cost_allocations as (
+    select * from allocation.cost_allocations
+),
+
+experiments as (
+    select * from staging.experiments
+),
+
+allocation_models as (
+    select unnest(['marginal', 'fully_loaded']) as allocation_model
+),
+
+known_experiments as (
+    select attempt_costs.experiment_id from attempt_costs
+    union
+    select experiments.experiment_id from experiments
+),
+
+attempt_totals as (
+    select
+        attempt_costs.allocation_model,
+        attempt_costs.experiment_id,
+        count(*) as attempts,
+        count(*) filter (
+            where attempt_costs.status in ('failed', 'interrupted', 'timeout')
+        ) as failed_attempts,
+        sum(attempt_costs.billed_cost) as billed_cost,
+        sum(attempt_costs.effective_cost) as effective_cost,
+        sum(attempt_costs.list_cost) as list_cost,
+        sum(attempt_costs.net_cost) as net_cost,
+        sum(attempt_costs.estimated_cost) as estimated_cost,
+        sum(attempt_costs.effective_cost) filter (
+            where attempt_costs.status in ('failed', 'interrupted', 'timeout')
+        ) as failed_attempt_cost,
+        min(attempt_costs.started_at) as first_started_at,
+        max(attempt_costs.ended_at) as last_ended_at
+    from attempt_costs
+    group by attempt_costs.allocation_model, attempt_costs.experiment_id
+),
+
+experiment_only as (
+    select
+        cost_allocations.allocation_model,
+        cost_allocations.experiment_id,
+        sum(cost_allocations.billed_cost) as billed_cost,
+        sum(cost_allocations.effective_cost) as effective_cost,
+        sum(cost_allocations.list_cost) as list_cost,
+        sum(cost_allocations.net_cost) as net_cost
+    from cost_allocations
+    where cost_allocations.attempt_id is null and cost_allocations.experiment_id is not null
+    group by cost_allocations.allocation_model, cost_allocations.experiment_id
+),
+
+final as (
+    select
+        known_experiments.experiment_id,
+        allocation_models.allocation_model,
+        experiments.team,
+        coalesce(attempt_totals.attempts, 0) as attempts,
+        coalesce(attempt_totals.failed_attempts, 0) as failed_attempts,
+        cast(
+            coalesce(attempt_totals.billed_cost, 0) + coalesce(experiment_only.billed_cost, 0)
+            as decimal(38, 10)
+        ) as billed_cost,
+        cast(
+            coalesce(attempt_totals.effective_cost, 0)
+            + coalesce(experiment_only.effective_cost, 0)
+            as decimal(38, 10)
+        ) as effective_cost,
+        cast(
+            coalesce(attempt_totals.list_cost, 0) + coalesce(experiment_only.list_cost, 0)
+            as decimal(38, 10)
+        ) as list_cost,
+        cast(
+            coalesce(attempt_totals.net_cost, 0) + coalesce(experiment_only.net_cost, 0)
+            as decimal(38, 10)
+        ) as net_cost,
+        cast(coalesce(attempt_totals.estimated_cost, 0) as decimal(38, 10)) as estimated_cost,
+        cast(
+            coalesce(attempt_totals.failed_attempt_cost, 0) as decimal(38, 10)
+        ) as failed_attempt_cost,
+        cast(
+            coalesce(experiment_only.effective_cost, 0) as decimal(38, 10)
+        ) as experiment_only_cost,
+        attempt_totals.first_started_at,
+        attempt_totals.last_ended_at
+    from known_experiments
+    cross join allocation_models
+    left join experiments on known_experiments.experiment_id = experiments.experiment_id
+    left join attempt_totals
+        on
+            known_experiments.experiment_id = attempt_totals.experiment_id
+            and allocation_models.allocation_model = attempt_totals.allocation_model
+    left join experiment_only
+        on
+            known_experiments.experiment_id = experiment_only.experiment_id
+            and allocation_models.allocation_model = experiment_only.allocation_model
+)
+
+select * from final

@@ -1,0 +1,78 @@
+-- AWS CUR 2.0 line items of the current delivery of each billing period: renamed and typed, no joins.
+-- grain: one row per (source_delivery, source_file, source_line)
+with source as (
+    select * from raw.aws_cur2
+),
+
+renamed as (
+    select
+        source.file_index * 4294967296 + source.source_line as line_id,
+        source.delivery_id as source_delivery,
+        source.source_file,
+        source.source_line,
+        source.bill_payer_account_id as payer_account_id,
+        source.bill_payer_account_name as payer_account_name,
+        source.line_item_usage_account_id as usage_account_id,
+        source.line_item_usage_account_name as usage_account_name,
+        source.bill_invoice_id as invoice_id,
+        source.bill_billing_entity as billing_entity,
+        source.bill_billing_period_start_date as billing_period_start,
+        source.bill_billing_period_end_date as billing_period_end,
+        source.line_item_line_item_type as line_item_type,
+        source.line_item_line_item_description as line_item_description,
+        source.line_item_usage_start_date as usage_start,
+        source.line_item_usage_end_date as usage_end,
+        source.line_item_product_code as product_code,
+        source.line_item_usage_type as usage_type,
+        source.line_item_operation as operation,
+        nullif(trim(source.line_item_resource_id), '') as resource_id,
+        source.line_item_availability_zone as availability_zone,
+        source.product_region_code as region_code,
+        source.product_instance_type as instance_type,
+        source.product_sku as sku_id,
+        source.pricing_unit,
+        source.line_item_currency_code as currency_code,
+        source.line_item_usage_amount as usage_amount,
+        source.resource_tags,
+        source.split_line_item_parent_resource_id as split_parent_resource_id,
+        source.reservation_reservation_a_r_n as reservation_arn,
+        cast(source.line_item_unblended_cost as decimal(38, 10)) as unblended_cost,
+        cast(source.line_item_net_unblended_cost as decimal(38, 10)) as net_unblended_cost,
+        cast(source.pricing_public_on_demand_cost as decimal(38, 10)) as public_on_demand_cost,
+        cast(
+            source.savings_plan_savings_plan_effective_cost as decimal(38, 10)
+        ) as savings_plan_effective_cost,
+        cast(
+            source.savings_plan_net_savings_plan_effective_cost as decimal(38, 10)
+        ) as savings_plan_net_effective_cost,
+        cast(
+            source.savings_plan_total_commitment_to_date as decimal(38, 10)
+        ) as savings_plan_total_commitment_to_date,
+        cast(
+            source.savings_plan_used_commitment as decimal(38, 10)
+        ) as savings_plan_used_commitment,
+        cast(source.reservation_effective_cost as decimal(38, 10)) as reservation_effective_cost,
+        cast(
+            source.reservation_net_effective_cost as decimal(38, 10)
+        ) as reservation_net_effective_cost,
+        cast(
+            source.reservation_unused_amortized_upfront_fee_for_billing_period as decimal(38, 10)
+        ) as reservation_unused_amortized_upfront_fee,
+        cast(
+            source.reservation_net_unused_amortized_upfront_fee_for_billing_period
+            as decimal(38, 10)
+        ) as reservation_net_unused_amortized_upfront_fee,
+        cast(
+            source.reservation_unused_recurring_fee as decimal(38, 10)
+        ) as reservation_unused_recurring_fee,
+        cast(
+            source.reservation_net_unused_recurring_fee as decimal(38, 10)
+        ) as reservation_net_unused_recurring_fee
+    from source
+),
+
+final as (
+    select * from renamed
+)
+
+select * from final
