@@ -53,7 +53,11 @@ def _setup_logging(log_format: str) -> None:
 class _JsonFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         return json.dumps(
-            {"level": record.levelname.lower(), "message": record.getMessage(), "at": record.created}
+            {
+                "level": record.levelname.lower(),
+                "message": record.getMessage(),
+                "at": record.created,
+            }
         )
 
 
@@ -109,7 +113,9 @@ def demo(directory: Path | None, seed: int) -> None:
     config_file = write_scenario(target, seed=seed)
     result = run_pipeline(load_config(config_file), progress=_progress)
     _print_run_summary(result.database, result.run_id)
-    console.print(f"\nQuery it: runcost sql --config {config_file} \"select * from marts.attempt_costs\"")
+    console.print(
+        f'\nQuery it: runcost sql --config {config_file} "select * from marts.attempt_costs"'
+    )
     console.print(f"or: duckdb {result.database}")
 
 
@@ -186,7 +192,9 @@ def _cell(value: Any) -> str:
 
 
 def _progress(message: str) -> None:
-    logging.getLogger("runcost").info(message)
+    # one line per stage; the per-model lines are there with a DEBUG logger
+    level = logging.DEBUG if message.startswith("build: ") else logging.INFO
+    logging.getLogger("runcost").log(level, message)
 
 
 def _print_run_summary(database: Path, run_id: str) -> None:
@@ -210,15 +218,14 @@ def _print_run_summary(database: Path, run_id: str) -> None:
     finally:
         con.close()
     table = Table(title=f"Experiment costs (effective cost basis), run {run_id}")
-    for name in ("experiment", "attempts", "failed", "marginal", "fully loaded"):
-        table.add_column(name, justify="left" if name == "experiment" else "right")
-    table.add_column("failed-attempt cost", justify="right")
-    table.add_column("experiment-only", justify="right")
+    table.add_column("experiment", no_wrap=True)
+    for name in ("attempts", "failed", "marginal", "fully loaded", "failed cost", "exp. only"):
+        table.add_column(name, justify="right")
     for row in experiments:
         table.add_row(*(_cell(value) for value in row))
     console.print(table)
     recon = Table(title="Reconciliation to the bill (effective cost, fully loaded)")
-    for name in ("period", "currency", "bill", "attributed", "shared", "unallocated", "difference"):
+    for name in ("period", "currency", "bill", "attributed", "shared", "unallocated", "diff."):
         recon.add_column(name, justify="left" if name in ("period", "currency") else "right")
     for row in reconciliation:
         recon.add_row(*(_cell(value) for value in row))

@@ -20,7 +20,9 @@ class InputError(RuncostError):
 class CheckFailed(RuncostError):
     """An invariant in sql/checks returned rows; nothing was published."""
 
-    def __init__(self, failures: list[tuple[str, list[str], list[tuple]]]) -> None:
+    def __init__(
+        self, failures: list[tuple[str, list[str], list[tuple]]], build_database: str | None = None
+    ) -> None:
         self.failures = failures
         lines = []
         for name, columns, rows in failures:
@@ -28,6 +30,8 @@ class CheckFailed(RuncostError):
             lines.append("  " + " | ".join(columns))
             lines.extend("  " + " | ".join(str(value) for value in row) for row in rows[:5])
         lines.append("nothing was published; the previous snapshot stays current")
+        if build_database:
+            lines.append(f"the failed build is kept for inspection: duckdb {build_database}")
         super().__init__("\n".join(lines))
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import secrets
 import shutil
 import time
@@ -20,7 +21,8 @@ from pipeline.ingest.aws_cur2 import Delivery, ingest_aws_exports
 from pipeline.pools import pool_models, write_pool_settings
 from pipeline.publish import Snapshot, publish
 from pipeline.runner import BuildReport, Model, build, discover
-from pipeline.sources import register_sources
+from pipeline.sources import TELEMETRY_TABLES, register_sources
+from pipeline.telemetry.canonical import empty_table
 from pipeline.telemetry.files import load_telemetry
 
 Progress = Callable[[str], None]
@@ -70,10 +72,15 @@ def run_pipeline(config: Config, progress: Progress | None = None) -> RunResult:
 
     started = time.perf_counter()
     say("telemetry: canonical tables")
-    telemetry = load_telemetry(config.telemetry)
-    manifest["inputs"]["telemetry"] = {
-        name: table.num_rows for name, table in telemetry.items()
-    }
+    if config.telemetry is None:
+        logging.getLogger("runcost").warning(
+            "no [telemetry] path is configured: every cost line will be unallocated; "
+            "set telemetry.path to the folder holding attempts.csv"
+        )
+        telemetry = {name: empty_table(name) for name in TELEMETRY_TABLES}
+    else:
+        telemetry = load_telemetry(config.telemetry)
+    manifest["inputs"]["telemetry"] = {name: table.num_rows for name, table in telemetry.items()}
     stages["telemetry"] = time.perf_counter() - started
 
     database_path = run_dir / "build.duckdb"
@@ -87,7 +94,9 @@ def run_pipeline(config: Config, progress: Progress | None = None) -> RunResult:
         started = time.perf_counter()
         report = build(con, models, on_model=lambda model: say(f"build: {model.qualified}"))
         stages["build"] = time.perf_counter() - started
-        manifest["model_seconds"] = {name: round(value, 4) for name, value in report.seconds.items()}
+        manifest["model_seconds"] = {
+            name: round(value, 4) for name, value in report.seconds.items()
+        }
         manifest["checks"] = {
             name: "failed" if any(item[0] == name for item in report.check_failures) else "passed"
             for name in report.checks_run
@@ -95,7 +104,7 @@ def run_pipeline(config: Config, progress: Progress | None = None) -> RunResult:
         if report.check_failures:
             manifest.update(status="failed_checks", finished_at=_now(), stage_seconds=stages)
             _write_manifest(run_dir, manifest)
-            raise CheckFailed(report.check_failures)
+            raise CheckFailed(report.check_failures, str(database_path))
 
         manifest["totals"] = _totals(con)
         started = time.perf_counter()

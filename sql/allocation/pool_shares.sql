@@ -91,7 +91,7 @@ weighted as (
         candidates.*,
         candidates.weight / sum(candidates.weight) over (partition by candidates.line_id) as share,
         row_number() over (
-            partition by candidates.line_id order by candidates.weight desc, candidates.attempt_id
+            partition by candidates.line_id order by candidates.weight desc, candidates.attempt_id asc
         ) as slice_rank
     from candidates
     where candidates.weight > 0

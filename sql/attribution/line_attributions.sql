@@ -84,7 +84,7 @@ rounded as (
         cast(cost_lines.list_cost * slices.share as decimal(38, 10)) as list_part,
         cast(cost_lines.net_cost * slices.share as decimal(38, 10)) as net_part,
         row_number() over (
-            partition by slices.line_id order by slices.weight desc, slices.attempt_id
+            partition by slices.line_id order by slices.weight desc, slices.attempt_id asc
         ) as slice_rank
     from slices
     inner join cost_lines on slices.line_id = cost_lines.line_id

@@ -1,4 +1,4 @@
--- Conservation: per account, period, currency, basis and model, attributed + shared + unallocated equals the bill exactly.
+-- Conservation: attributed + shared + unallocated equals the bill exactly, per account, period, basis and model.
 -- grain: one row per reconciliation row whose difference is not 0
 with reconciliation as (
     select * from marts.reconciliation

@@ -1,4 +1,4 @@
--- Every attempt in telemetry has exactly one row per model in marts.attempt_costs (zero cost is a value, not a missing row).
+-- Every attempt has exactly one row per model in marts.attempt_costs (zero is a value, not a missing row).
 -- grain: one row per (attempt_id, allocation_model) missing or duplicated
 with attempts as (
     select * from staging.attempts

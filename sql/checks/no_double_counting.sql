@@ -1,4 +1,4 @@
--- No cost line is counted twice: unique line ids and source rows, and no split-cost pod row beside the instance rows it splits.
+-- No cost line counts twice: unique ids and source rows, no split-cost pod row beside the rows it splits.
 -- grain: one row per duplicated line_id or source row, or split-cost row in the bill
 with cost_lines as (
     select * from normalized.cost_lines

@@ -1,4 +1,4 @@
--- Shares lie in [0, 1]; a line's attributed shares sum to at most 1, and to 1 where nothing is left to share or leave unallocated.
+-- Shares lie in [0, 1]; a line's attributed shares sum to at most 1, and to 1 where nothing is left over.
 -- grain: one row per (allocation_model, line_id) with a share out of range or shares over 1
 with cost_allocations as (
     select * from allocation.cost_allocations
@@ -20,7 +20,7 @@ line_shares as (
 ),
 
 final as (
-    select * from line_shares
+    select line_shares.* from line_shares
     where
         line_shares.smallest_share < 0
         or line_shares.largest_share > 1 + 1e-9

@@ -1,4 +1,4 @@
--- What each experiment cost under each allocation model: all its attempts (failed ones included) plus lines tagged to it alone.
+-- What each experiment cost per allocation model: all its attempts, failed ones included, plus lines tagged to it.
 -- grain: one row per (experiment_id, allocation_model)
 -- failed_attempt_cost and experiment_only_cost are on the effective_cost basis.
 with attempt_costs as (

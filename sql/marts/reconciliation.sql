@@ -20,10 +20,10 @@ bill_lines as (
         cost_lines.billing_currency,
         cost_lines.invoice_id is not null as invoiced,
         unnest([
-            {'cost_basis': 'billed_cost', 'amount': cost_lines.billed_cost},
-            {'cost_basis': 'effective_cost', 'amount': cost_lines.effective_cost},
-            {'cost_basis': 'list_cost', 'amount': cost_lines.list_cost},
-            {'cost_basis': 'net_cost', 'amount': cost_lines.net_cost}
+            { 'cost_basis': 'billed_cost', 'amount': cost_lines.billed_cost },
+            { 'cost_basis': 'effective_cost', 'amount': cost_lines.effective_cost },
+            { 'cost_basis': 'list_cost', 'amount': cost_lines.list_cost },
+            { 'cost_basis': 'net_cost', 'amount': cost_lines.net_cost }
         ]) as basis_amount
     from cost_lines
 ),
@@ -34,7 +34,7 @@ bill as (
         bill_lines.billing_account_id,
         bill_lines.billing_period,
         bill_lines.billing_currency,
-        bill_lines.basis_amount.cost_basis as cost_basis,
+        bill_lines.basis_amount.cost_basis,
         count(*) as cost_lines,
         bool_and(bill_lines.invoiced) as invoiced,
         sum(bill_lines.basis_amount.amount) as bill_total
@@ -56,10 +56,10 @@ slice_amounts as (
         cost_allocations.billing_currency,
         cost_allocations.allocation_kind,
         unnest([
-            {'cost_basis': 'billed_cost', 'amount': cost_allocations.billed_cost},
-            {'cost_basis': 'effective_cost', 'amount': cost_allocations.effective_cost},
-            {'cost_basis': 'list_cost', 'amount': cost_allocations.list_cost},
-            {'cost_basis': 'net_cost', 'amount': cost_allocations.net_cost}
+            { 'cost_basis': 'billed_cost', 'amount': cost_allocations.billed_cost },
+            { 'cost_basis': 'effective_cost', 'amount': cost_allocations.effective_cost },
+            { 'cost_basis': 'list_cost', 'amount': cost_allocations.list_cost },
+            { 'cost_basis': 'net_cost', 'amount': cost_allocations.net_cost }
         ]) as basis_amount
     from cost_allocations
 ),
@@ -71,7 +71,7 @@ placed as (
         slice_amounts.billing_account_id,
         slice_amounts.billing_period,
         slice_amounts.billing_currency,
-        slice_amounts.basis_amount.cost_basis as cost_basis,
+        slice_amounts.basis_amount.cost_basis,
         sum(slice_amounts.basis_amount.amount) filter (
             where slice_amounts.allocation_kind = 'attributed'
         ) as attributed,

@@ -11,7 +11,7 @@ attribution_settings as (
 billed as (
     -- split cost allocation rows (EKS pods, ECS tasks) re-split instance rows that are already
     -- here; counting both would charge the instance twice
-    select * from aws_line_items
+    select aws_line_items.* from aws_line_items
     where coalesce(aws_line_items.operation, '') not in ('EKSPod-EC2', 'ECSTask-EC2')
 ),
 
@@ -27,14 +27,16 @@ bases as (
             when 'SavingsPlanCoveredUsage'
                 then coalesce(billed.savings_plan_effective_cost, 0)
             when 'SavingsPlanRecurringFee'
-                then coalesce(billed.savings_plan_total_commitment_to_date, 0)
-                - coalesce(billed.savings_plan_used_commitment, 0)
+                then
+                    coalesce(billed.savings_plan_total_commitment_to_date, 0)
+                    - coalesce(billed.savings_plan_used_commitment, 0)
             when 'SavingsPlanNegation' then 0
             when 'SavingsPlanUpfrontFee' then 0
             when 'DiscountedUsage' then coalesce(billed.reservation_effective_cost, 0)
             when 'RIFee'
-                then coalesce(billed.reservation_unused_amortized_upfront_fee, 0)
-                + coalesce(billed.reservation_unused_recurring_fee, 0)
+                then
+                    coalesce(billed.reservation_unused_amortized_upfront_fee, 0)
+                    + coalesce(billed.reservation_unused_recurring_fee, 0)
             when 'Fee'
                 then case
                     when coalesce(billed.reservation_arn, '') <> '' then 0
@@ -48,8 +50,9 @@ bases as (
                     billed.savings_plan_net_effective_cost, billed.savings_plan_effective_cost, 0
                 )
             when 'SavingsPlanRecurringFee'
-                then coalesce(billed.savings_plan_total_commitment_to_date, 0)
-                - coalesce(billed.savings_plan_used_commitment, 0)
+                then
+                    coalesce(billed.savings_plan_total_commitment_to_date, 0)
+                    - coalesce(billed.savings_plan_used_commitment, 0)
             when 'SavingsPlanNegation' then 0
             when 'SavingsPlanUpfrontFee' then 0
             when 'DiscountedUsage'
@@ -140,23 +143,24 @@ final as (
         end as usage_seconds,
         bases.currency_code as billing_currency,
         nullif(bases.invoice_id, '') as invoice_id,
-        bases.billed_cost,
-        bases.effective_cost,
-        bases.list_cost,
-        bases.net_cost,
+        cast(bases.billed_cost as decimal(38, 10)) as billed_cost,
+        cast(bases.effective_cost as decimal(38, 10)) as effective_cost,
+        cast(bases.list_cost as decimal(38, 10)) as list_cost,
+        cast(bases.net_cost as decimal(38, 10)) as net_cost,
         bases.resource_tags as tags,
         list_filter(
             list_transform(
-                attribution_settings.attempt_tag_keys, lambda tag_key: bases.resource_tags[tag_key]
+                attribution_settings.attempt_tag_keys,
+                lambda tag_key: bases.resource_tags[tag_key]  -- noqa: RF02
             ),
-            lambda tag_value: coalesce(tag_value, '') <> ''
+            lambda tag_value: coalesce(tag_value, '') <> ''  -- noqa: RF02
         )[1] as attempt_tag,
         list_filter(
             list_transform(
                 attribution_settings.experiment_tag_keys,
-                lambda tag_key: bases.resource_tags[tag_key]
+                lambda tag_key: bases.resource_tags[tag_key]  -- noqa: RF02
             ),
-            lambda tag_value: coalesce(tag_value, '') <> ''
+            lambda tag_value: coalesce(tag_value, '') <> ''  -- noqa: RF02
         )[1] as experiment_tag
     from bases
     cross join attribution_settings

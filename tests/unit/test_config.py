@@ -1,0 +1,148 @@
+"""runcost.toml: defaults, paths, and an error naming the key for every bad value."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pipeline.config import COST_LINE_COLUMNS, load_config, parse_config
+from pipeline.errors import ConfigError
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "runcost.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_defaults_and_relative_paths(tmp_path: Path) -> None:
+    config = load_config(write(tmp_path, '[aws]\nexports = ["cur/export"]\n'))
+    assert config.warehouse == (tmp_path / "warehouse").resolve()
+    assert config.aws_exports == (str((tmp_path / "cur/export").resolve()),)
+    assert config.telemetry is None
+    assert config.attempt_tag_keys == ("user_attempt_id",)
+    assert config.experiment_tag_keys == ("user_experiment_id",)
+    assert config.resource_time is True
+    assert config.pools == ()
+
+
+def test_full_file(tmp_path: Path) -> None:
+    config = load_config(
+        write(
+            tmp_path,
+            """
+[warehouse]
+path = "/srv/wh"
+memory_limit = "2GB"
+threads = 2
+[aws]
+exports = ["s3://bucket/prefix/export"]
+[telemetry]
+path = "tele"
+[attribution]
+attempt_tag_keys = ["user_run", "user_attempt_id"]
+resource_time = false
+[[pools]]
+name = "eks"
+selector = "service_name = 'AmazonEKS' and billed_cost > 0"
+attempts = "cluster = 'train'"
+driver = "even"
+spread = "billing_period"
+""",
+        )
+    )
+    assert config.warehouse == Path("/srv/wh")
+    assert config.aws_exports == ("s3://bucket/prefix/export",)
+    assert config.telemetry == (tmp_path / "tele").resolve()
+    assert config.attempt_tag_keys == ("user_run", "user_attempt_id")
+    assert config.resource_time is False
+    assert config.memory_limit == "2GB" and config.threads == 2
+    (pool,) = config.pools
+    assert (pool.name, pool.driver, pool.spread, pool.attempts) == (
+        "eks",
+        "even",
+        "billing_period",
+        "cluster = 'train'",
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("[wharehouse]\npath = 'x'\n", "unknown section [wharehouse]; allowed: attribution, aws"),
+        ("[aws]\nexport = ['x']\n", "unknown key aws.export; allowed in [aws]: exports"),
+        ("[aws]\nexports = 'x'\n", "aws.exports must be a list of non-empty strings"),
+        ("[aws]\nexports = ['']\n", "aws.exports must be a list of non-empty strings"),
+        ("[warehouse]\nthreads = 0\n", "warehouse.threads must be a whole number of at least 1"),
+        ("[warehouse]\nmemory_limit = 'lots'\n", "warehouse.memory_limit must be a size such as"),
+        ("[warehouse]\npath = ''\n", "warehouse.path must be a non-empty string"),
+        (
+            "[attribution]\nresource_time = 'yes'\n",
+            "attribution.resource_time must be true or false",
+        ),
+        ("[telemetry]\npath = 3\n", "telemetry.path must be a string"),
+        ("[[pools]]\nselector = 'true'\n", "pools[1]: name is required"),
+        ("[[pools]]\nname = 'p'\n", "pools[1] (p): selector is required"),
+        ("[[pools]]\nname = 'p'\nselector = 'true'\nweight = 2\n", "pools[1]: unknown key weight"),
+        (
+            "[[pools]]\nname = 'p'\nselector = 'true'\ndriver = 'cpu'\n",
+            "driver 'cpu' is not supported; allowed: gpu_seconds, even",
+        ),
+        (
+            "[[pools]]\nname = 'p'\nselector = 'true'\nspread = 'week'\n",
+            "spread 'week' is not supported; allowed: charge_period, billing_period",
+        ),
+        (
+            "[[pools]]\nname = 'p'\nselector = 'true'\n[[pools]]\nname = 'p'\nselector = 'true'\n",
+            "pool name 'p' is used twice",
+        ),
+        (
+            "[[pools]]\nname = 'p'\nselector = \"servce_name = 'AmazonEKS'\"\n",
+            "pools[1] (p).selector: unknown column 'servce_name'; known columns:",
+        ),
+        (
+            "[[pools]]\nname = 'p'\nselector = 'line_id in (select 1)'\n",
+            "only a condition over columns is allowed",
+        ),
+        (
+            "[[pools]]\nname = 'p'\nselector = 'true; drop table x'\n",
+            "must be exactly one SQL condition",
+        ),
+        (
+            "[[pools]]\nname = 'p'\nselector = 'cost_lines.service_name = 1'\n",
+            "write plain column names",
+        ),
+        (
+            "[[pools]]\nname = 'p'\nselector = 'true'\nattempts = 'team = 1'\n",
+            "pools[1] (p).attempts: unknown column 'team'",
+        ),
+    ],
+)
+def test_bad_values_name_the_key(tmp_path: Path, text: str, message: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_config(write(tmp_path, text))
+    assert message in str(caught.value)
+    assert str(tmp_path / "runcost.toml") in str(caught.value)
+
+
+def test_missing_file_says_how_to_get_one(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="no such configuration file; pass --config PATH"):
+        load_config(tmp_path / "absent.toml")
+
+
+def test_invalid_toml(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        load_config(write(tmp_path, "[aws\n"))
+
+
+def test_fingerprint_changes_with_results_relevant_settings(tmp_path: Path) -> None:
+    one = parse_config({}, base=tmp_path)
+    two = parse_config({"attribution": {"resource_time": False}}, base=tmp_path)
+    assert one.fingerprint() == parse_config({}, base=tmp_path).fingerprint()
+    assert one.fingerprint() != two.fingerprint()
+
+
+def test_selector_columns_match_the_cost_lines_model(built_empty) -> None:
+    columns = {row[0] for row in built_empty.execute("describe normalized.cost_lines").fetchall()}
+    assert columns == COST_LINE_COLUMNS
