@@ -1,0 +1,1 @@
+"""Ingest: copy billing-export deliveries, validated, into the warehouse's raw/ folder."""

@@ -1,0 +1,107 @@
+"""Checks of one CUR 2.0 Parquet data file, read from its footer only: format, columns, period."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import BinaryIO
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from pipeline.config import Config
+from pipeline.errors import InputError
+from schemas import aws_cur2
+
+PARQUET_HINT = (
+    "CUR 2.0 exports must use Format=PARQUET (Compression=PARQUET) in the export's S3 delivery "
+    "options; gzip CSV exports are not supported yet"
+)
+REWRITTEN_HINT = "use the files exactly as AWS delivered them, not a copy rewritten by a tool"
+
+
+def check_magic(handle: BinaryIO, size: int, where: str) -> None:
+    head = handle.read(4)
+    tail = b""
+    if size >= 8:
+        handle.seek(-4, 2)
+        tail = handle.read(4)
+    handle.seek(0)
+    if head == b"PAR1" and tail == b"PAR1":
+        return
+    if head[:2] == b"\x1f\x8b":
+        reason = "it is gzip-compressed, as a TEXT_OR_CSV export is"
+    elif size < 8:
+        reason = f"it is only {size} bytes long"
+    elif head == b"PAR1":
+        reason = "it is cut short: the Parquet footer is missing"
+    else:
+        reason = "it does not start with the Parquet magic bytes PAR1"
+    raise InputError(f"{where}: not a Parquet file ({reason}); {PARQUET_HINT}")
+
+
+def check_columns(schema: pa.Schema, where: str, config: Config) -> None:
+    names = set(schema.names)
+    missing = [
+        name
+        for name in aws_cur2.REQUIRED
+        if name not in names and (config.resource_time or name != "line_item_resource_id")
+    ]
+    if missing:
+        also = f" (also missing: {', '.join(missing[1:])})" if len(missing) > 1 else ""
+        raise InputError(
+            f"{where}: column {missing[0]} is missing; {aws_cur2.REQUIRED[missing[0]]}{also}"
+        )
+    for name, kind in aws_cur2.ALL_COLUMNS:
+        if name not in names:
+            continue
+        actual = schema.field(name).type
+        if kind.startswith("map_") and not _is_map(actual, kind):
+            expected = aws_cur2.ARROW_TYPES[kind]
+            raise InputError(
+                f"{where}: column {name} has type {actual}, but CUR 2.0 Parquet stores it as "
+                f"{expected}; {REWRITTEN_HINT}"
+            )
+        if kind == "timestamp" and not pa.types.is_timestamp(actual):
+            raise InputError(
+                f"{where}: column {name} has type {actual}, but CUR 2.0 Parquet stores it as a "
+                f"timestamp; {REWRITTEN_HINT}"
+            )
+
+
+def _is_map(actual: pa.DataType, kind: str) -> bool:
+    if not pa.types.is_map(actual):
+        return False
+    key, value = actual.key_type, actual.item_type
+    if not (pa.types.is_string(key) or pa.types.is_large_string(key)):
+        return False
+    if kind == "map_double":
+        return pa.types.is_floating(value) or pa.types.is_decimal(value)
+    return pa.types.is_string(value) or pa.types.is_large_string(value)
+
+
+def check_period(metadata: pq.FileMetaData, where: str, period: str) -> None:
+    """The file's bill_billing_period_start_date (footer statistics) must match the period."""
+    column = "bill_billing_period_start_date"
+    paths = [metadata.schema.column(i).path for i in range(metadata.num_columns)]
+    stats = [
+        metadata.row_group(group).column(paths.index(column)).statistics
+        for group in range(metadata.num_row_groups)
+    ]
+    found = {_month(s.min) for s in stats if s is not None and s.has_min_max}
+    found |= {_month(s.max) for s in stats if s is not None and s.has_min_max}
+    if len(found) > 1:
+        raise InputError(
+            f"{where}: rows of several billing periods ({', '.join(sorted(found))}) in "
+            f"{column}; a delivery holds exactly one billing period"
+        )
+    if found and found != {period}:
+        raise InputError(
+            f"{where}: its rows are for billing period {found.pop()} ({column}) but the file "
+            f"is delivered under BILLING_PERIOD={period}; re-copy the export as AWS delivered it"
+        )
+
+
+def _month(value: object) -> str:
+    if isinstance(value, datetime):
+        return (value.astimezone(UTC) if value.tzinfo else value).strftime("%Y-%m")
+    return str(value)[:7]
