@@ -78,7 +78,15 @@ ATTEMPT_COLUMNS = frozenset(
         "gpu_count",
         "node_count",
         "capacity_type",
+        "submitted_at",
+        "started_at",
+        "ended_at",
         "status",
+        "failure_reason",
+        "metric_name",
+        "metric_value",
+        "artifact_uri",
+        "tags",
     }
 )
 

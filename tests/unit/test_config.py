@@ -146,3 +146,20 @@ def test_fingerprint_changes_with_results_relevant_settings(tmp_path: Path) -> N
 def test_selector_columns_match_the_cost_lines_model(built_empty) -> None:
     columns = {row[0] for row in built_empty.execute("describe normalized.cost_lines").fetchall()}
     assert columns == COST_LINE_COLUMNS
+
+
+def test_attempts_condition_columns_match_the_telemetry_contract() -> None:
+    from pipeline.config import ATTEMPT_COLUMNS
+    from pipeline.telemetry import arrow_schema
+
+    canonical = set(arrow_schema("attempts").names)
+    assert canonical - {"attempt_id"} <= ATTEMPT_COLUMNS | {"attempt_id"}
+    assert ATTEMPT_COLUMNS <= canonical
+
+
+def test_pool_attempts_may_select_by_tag(tmp_path: Path) -> None:
+    config = parse_config(
+        {"pools": [{"name": "p", "selector": "true", "attempts": "tags['team'] = 'nlp'"}]},
+        base=tmp_path,
+    )
+    assert config.pools[0].attempts == "tags['team'] = 'nlp'"
