@@ -1,0 +1,337 @@
+"""Ground truth: the cost rules applied to the scenario in exact Python arithmetic, no SQL."""
+
+from __future__ import annotations
+
+import csv
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from decimal import ROUND_HALF_EVEN, Decimal
+from fractions import Fraction
+from pathlib import Path
+
+from pipeline.scenario.cur_writer import CurLine, Money, money, period_bounds
+from pipeline.scenario.telemetry_writer import (
+    FAILED_STATUSES,
+    Attempt,
+    AttemptResource,
+    Experiment,
+)
+
+BASES = ("billed_cost", "effective_cost", "list_cost", "net_cost")
+MODELS = ("fully_loaded", "marginal")
+PLACES = Decimal("0.0000000001")
+ZERO = Decimal(0)
+
+
+@dataclass(frozen=True)
+class OraclePool:
+    """A shared pool as the oracle sees it: a Python predicate standing in for the SQL selector."""
+
+    name: str
+    matches: Callable[[CurLine], bool]
+    driver: str = "gpu_seconds"
+    spread: str = "charge_period"
+    eligible: Callable[[Attempt], bool] = lambda _attempt: True  # the pool's `attempts` filter
+
+
+@dataclass(frozen=True)
+class Part:
+    """A share of one line: to an attempt, to an experiment alone, or unattributed (both None)."""
+
+    share: Fraction
+    attempt_id: str | None = None
+    experiment_id: str | None = None
+    method: str = "unattributed"
+
+
+@dataclass
+class Expectation:
+    """Expected marts, keyed like the CSVs; money is Decimal with at most 10 places."""
+
+    attempt_costs: dict[tuple[str, str], dict[str, Decimal]] = field(default_factory=dict)
+    experiment_only: dict[tuple[str, str], dict[str, Decimal]] = field(default_factory=dict)
+    pooled: dict[str, Decimal] = field(default_factory=lambda: dict.fromkeys(BASES, ZERO))
+    bill_totals: dict[str, dict[str, Decimal]] = field(default_factory=dict)
+
+
+def _amount(value: Money | None) -> Decimal:
+    return ZERO if value is None else money(value)
+
+
+def cost_bases(line: CurLine) -> dict[str, Decimal]:
+    """billed, effective, list and net cost of one line, per the brief's CASE."""
+    kind = line.line_item_type
+    billed = _amount(line.unblended_cost)
+    listed = ZERO if kind == "SavingsPlanNegation" else _amount(line.public_on_demand_cost)
+
+    def amortized(net: bool) -> Decimal:
+        def pick(net_value: Money | None, value: Money | None) -> Decimal:
+            return _amount(net_value if net and net_value is not None else value)
+
+        if kind == "SavingsPlanCoveredUsage":
+            return pick(line.savings_plan_net_effective_cost, line.savings_plan_effective_cost)
+        if kind == "SavingsPlanRecurringFee":  # no net twins exist for these two columns
+            return _amount(line.savings_plan_total_commitment_to_date) - _amount(
+                line.savings_plan_used_commitment
+            )
+        if kind in ("SavingsPlanNegation", "SavingsPlanUpfrontFee"):
+            return ZERO
+        if kind == "DiscountedUsage":
+            return pick(line.reservation_net_effective_cost, line.reservation_effective_cost)
+        if kind == "RIFee":
+            return pick(
+                line.reservation_net_unused_amortized_upfront_fee,
+                line.reservation_unused_amortized_upfront_fee,
+            ) + pick(
+                line.reservation_net_unused_recurring_fee, line.reservation_unused_recurring_fee
+            )
+        if kind == "Fee" and line.reservation_arn:
+            return ZERO
+        if net and kind in ("EdpDiscount", "PrivateRateDiscount"):
+            return ZERO
+        return pick(line.net_unblended_cost, line.unblended_cost)
+
+    return {
+        "billed_cost": billed,
+        "effective_cost": amortized(net=False),
+        "list_cost": listed,
+        "net_cost": amortized(net=True),
+    }
+
+
+def _seconds(start: datetime, end: datetime) -> int:
+    return max(0, int((end - start).total_seconds()))
+
+
+def _overlap(start: datetime | None, end: datetime | None, lo: datetime, hi: datetime) -> int:
+    if start is None:
+        return 0
+    return _seconds(max(start, lo), min(end or hi, hi))
+
+
+class Attributor:
+    """Rules 1-4 of the brief: tag, experiment tag, resource+time, else unattributed."""
+
+    def __init__(
+        self,
+        attempts: list[Attempt],
+        resources: list[AttemptResource],
+        experiments: list[Experiment],
+        attempt_keys: tuple[str, ...],
+        experiment_keys: tuple[str, ...],
+    ) -> None:
+        self.attempts = {attempt.attempt_id: attempt for attempt in attempts}
+        self.experiments = {item.experiment_id for item in experiments} | {
+            attempt.experiment_id for attempt in attempts
+        }
+        self.attempt_keys = attempt_keys
+        self.experiment_keys = experiment_keys
+        self.held: dict[str, list[AttemptResource]] = defaultdict(list)
+        for row in resources:
+            self.held[row.resource_id].append(row)
+
+    def parts(self, line: CurLine) -> list[Part]:
+        tags = line.resource_tags
+        attempt_tag = next((tags[k] for k in self.attempt_keys if tags.get(k)), None)
+        if attempt_tag in self.attempts:
+            experiment = self.attempts[attempt_tag].experiment_id
+            return [Part(Fraction(1), attempt_tag, experiment, "tag")]
+        experiment_tag = next((tags[k] for k in self.experiment_keys if tags.get(k)), None)
+        if experiment_tag in self.experiments:
+            return [Part(Fraction(1), None, experiment_tag, "experiment_tag")]
+        parts = self._resource_time(line) if line.resource_id else []
+        rest = 1 - sum((part.share for part in parts), Fraction(0))
+        return [*parts, Part(rest)] if rest else parts
+
+    def _resource_time(self, line: CurLine) -> list[Part]:
+        lo, hi = line.usage_start, line.usage_end
+        overlap: dict[str, int] = defaultdict(int)
+        for row in self.held.get(line.resource_id, []):
+            attempt = self.attempts[row.attempt_id]
+            start = row.started_at or attempt.started_at
+            end = row.ended_at or attempt.ended_at
+            seconds = _overlap(start, end, lo, hi)
+            if seconds:
+                overlap[row.attempt_id] += seconds
+        if not overlap:
+            return []
+        window = _seconds(lo, hi)
+        active = Fraction(window)
+        if line.pricing_unit == "Hrs":
+            active = min(Fraction(Decimal(str(line.usage_amount))) * 3600, active)
+        denominator = max(active, Fraction(sum(overlap.values())))
+        return [
+            Part(
+                Fraction(seconds) / denominator,
+                attempt_id,
+                self.attempts[attempt_id].experiment_id,
+                "resource_time",
+            )
+            for attempt_id, seconds in sorted(overlap.items())
+        ]
+
+
+def split(amount: Decimal, weights: list[Fraction]) -> list[Decimal]:
+    """Slices of amount in proportion to weights, each to 10 places; the rounding remainder goes
+    to the largest slice (the first of equals), so the slices sum exactly to amount."""
+    if len(weights) == 1:
+        return [amount]
+    total = sum(weights, Fraction(0))
+    slices = [_round(Fraction(amount) * weight / total) if total else ZERO for weight in weights]
+    largest = max(range(len(weights)), key=lambda index: (weights[index], -index))
+    slices[largest] += amount - sum(slices, ZERO)
+    return slices
+
+
+def _round(value: Fraction) -> Decimal:
+    return (Decimal(value.numerator) / Decimal(value.denominator)).quantize(
+        PLACES, rounding=ROUND_HALF_EVEN
+    )
+
+
+def compute(
+    lines: list[CurLine],
+    attempts: list[Attempt],
+    resources: list[AttemptResource],
+    experiments: list[Experiment],
+    pools: list[OraclePool],
+    attempt_keys: tuple[str, ...] = ("user_attempt_id",),
+    experiment_keys: tuple[str, ...] = ("user_experiment_id",),
+) -> Expectation:
+    """Every attempt's and experiment's cost under both models, and the bill totals."""
+    attributor = Attributor(attempts, resources, experiments, attempt_keys, experiment_keys)
+    spreader = PoolSpreader(pools, attempts)
+    result = Expectation()
+    for attempt in attempts:
+        for model in MODELS:
+            result.attempt_costs[attempt.attempt_id, model] = dict.fromkeys(
+                (*BASES, "estimated_cost"), ZERO
+            )
+    for line in lines:
+        bases = cost_bases(line)
+        totals = result.bill_totals.setdefault(line.billing_period, dict.fromkeys(BASES, ZERO))
+        parts = attributor.parts(line)
+        for basis, amount in bases.items():
+            totals[basis] += amount
+            slices = split(amount, [part.share for part in parts])
+            for part, piece in zip(parts, slices, strict=True):
+                for model in MODELS:
+                    _place(result, model, basis, part, piece)
+                if part.attempt_id is None and part.experiment_id is None:
+                    spreader.spread(result, line, basis, piece)
+    return result
+
+
+def _place(result: Expectation, model: str, basis: str, part: Part, piece: Decimal) -> None:
+    if part.attempt_id is not None:
+        row = result.attempt_costs[part.attempt_id, model]
+        row[basis] += piece
+        if part.method == "resource_time" and basis == "effective_cost":
+            row["estimated_cost"] += piece
+    elif part.experiment_id is not None:
+        row = result.experiment_only.setdefault(
+            (part.experiment_id, model), dict.fromkeys(BASES, ZERO)
+        )
+        row[basis] += piece
+
+
+class PoolSpreader:
+    """fully_loaded only: the first matching pool spreads a line's unattributed part."""
+
+    def __init__(self, pools: list[OraclePool], attempts: list[Attempt]) -> None:
+        self.pools = pools
+        self.attempts = attempts
+        self._weights: dict[tuple[str, datetime, datetime], list[tuple[str, Fraction]]] = {}
+
+    def weights(self, pool: OraclePool, lo: datetime, hi: datetime) -> list[tuple[str, Fraction]]:
+        """Eligible attempts overlapping [lo, hi), weighted by the pool's driver."""
+        key = (pool.name, lo, hi)
+        if key not in self._weights:
+            weights = []
+            for attempt in self.attempts:
+                seconds = _overlap(attempt.started_at, attempt.ended_at, lo, hi)
+                weight = seconds * (attempt.gpu_count or 0) if pool.driver == "gpu_seconds" else 1
+                if seconds and weight and pool.eligible(attempt):
+                    weights.append((attempt.attempt_id, Fraction(weight)))
+            self._weights[key] = weights
+        return self._weights[key]
+
+    def spread(self, result: Expectation, line: CurLine, basis: str, amount: Decimal) -> None:
+        pool = next((pool for pool in self.pools if pool.matches(line)), None)
+        if pool is None or not amount:
+            return
+        if pool.spread == "billing_period":
+            lo, hi = period_bounds(line.billing_period)
+        else:
+            lo, hi = line.usage_start, line.usage_end
+        weights = self.weights(pool, lo, hi)
+        if not weights:
+            return  # unallocated: pool_no_eligible_attempts
+        slices = split(amount, [weight for _, weight in weights])
+        for (attempt_id, _), piece in zip(weights, slices, strict=True):
+            result.attempt_costs[attempt_id, "fully_loaded"][basis] += piece
+        result.pooled[basis] += amount
+
+
+def write_expected(
+    folder: Path,
+    expectation: Expectation,
+    attempts: list[Attempt],
+    experiments: list[Experiment],
+) -> None:
+    """Write attempt_costs.csv, experiment_costs.csv and bill_totals.csv (money to 10 places)."""
+    experiment_of = {attempt.attempt_id: attempt.experiment_id for attempt in attempts}
+    attempt_rows: list[dict[str, object]] = [
+        {"attempt_id": key[0], "experiment_id": experiment_of[key[0]], "allocation_model": key[1]}
+        | costs
+        for key, costs in sorted(expectation.attempt_costs.items())
+    ]
+    experiment_ids = sorted(
+        {attempt.experiment_id for attempt in attempts}
+        | {item.experiment_id for item in experiments}
+        | {experiment_id for experiment_id, _ in expectation.experiment_only}
+    )
+    experiment_rows = []
+    for experiment_id in experiment_ids:
+        members = [attempt for attempt in attempts if attempt.experiment_id == experiment_id]
+        failed = {attempt.attempt_id for attempt in members if attempt.status in FAILED_STATUSES}
+        for model in sorted(MODELS):
+            only = expectation.experiment_only.get((experiment_id, model), {})
+            costs = [expectation.attempt_costs[attempt.attempt_id, model] for attempt in members]
+            row: dict[str, object] = {
+                "experiment_id": experiment_id,
+                "allocation_model": model,
+                "attempts": len(members),
+                "failed_attempts": len(failed),
+            }
+            for basis in BASES:
+                row[basis] = sum((cost[basis] for cost in costs), ZERO) + only.get(basis, ZERO)
+            row["failed_attempt_cost"] = sum(
+                (expectation.attempt_costs[a, model]["effective_cost"] for a in sorted(failed)),
+                ZERO,
+            )
+            row["experiment_only_cost"] = only.get("effective_cost", ZERO)
+            experiment_rows.append(row)
+    bill_rows = [
+        {"billing_period": period, **totals}
+        for period, totals in sorted(expectation.bill_totals.items())
+    ]
+    folder.mkdir(parents=True, exist_ok=True)
+    _write_csv(folder / "attempt_costs.csv", attempt_rows)
+    _write_csv(folder / "experiment_costs.csv", experiment_rows)
+    _write_csv(folder / "bill_totals.csv", bill_rows)
+
+
+def _write_csv(path: Path, rows: list[dict[str, object]]) -> None:
+    with path.open("w", encoding="utf-8", newline="") as handle:
+        writer = csv.writer(handle, lineterminator="\n")
+        writer.writerow(list(rows[0]))
+        for row in rows:
+            writer.writerow(
+                [
+                    f"{value + 0:.10f}" if isinstance(value, Decimal) else value  # + 0: no -0
+                    for value in row.values()
+                ]
+            )

@@ -1,0 +1,233 @@
+"""The demo world: four experiments, their attempts and resources, and the month billing them."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+
+from pipeline.scenario import catalog
+from pipeline.scenario.billing import Bill, SavingsPlan, hours, utc
+from pipeline.scenario.cur_writer import CurLine, period_bounds
+from pipeline.scenario.telemetry_writer import Attempt, AttemptResource, Experiment
+
+BILLING_PERIOD = "2026-10"
+INVOICE_ID = "2641876350"
+ACCOUNT = "222222222222"
+CLUSTER = "runcost-demo"
+CLUSTER_ARN = f"arn:aws:eks:us-east-1:{ACCOUNT}:cluster/{CLUSTER}"
+PLAN = SavingsPlan(
+    arn=f"arn:aws:savingsplans::{ACCOUNT}:savingsplan/5f0c2e7a-3b9d-4c61-9a8e-0d2f4b6a8c10",
+    instance_family="p4d",
+    rate=Decimal("24.00"),
+    commitment=Decimal("3.00"),
+)
+CHECKPOINTS = "runcost-demo-checkpoints"
+DATASETS = "runcost-demo-datasets-vision"
+WINDOW = (utc(5, 0), utc(9, 0))  # the days the demo covers hour by hour
+TAXED_PRODUCTS = ("AmazonEC2", "AmazonS3")
+
+# instance and volume ids
+LLM_1, LLM_2 = "i-0a1f5c2e9d3b70001", "i-0a1f5c2e9d3b70002"
+VIS_1, VIS_2 = "i-0b7e4d1c2a9f80011", "i-0b7e4d1c2a9f80012"
+RL = "i-0c3d9e8f7a6b50021"
+NLP, NLP_VOLUME = "i-0d4a2b6c8e1f30031", "vol-0d4a2b6c8e1f30032"
+DEV_BOX = "i-0e5f7a9b1c3d40041"
+SMOKE = "i-0f6e8d0c2b4a60051"
+
+
+@dataclass(frozen=True)
+class World:
+    """Everything the scenario writes: the bill's lines and the telemetry that explains them."""
+
+    billing_period: str
+    lines: list[CurLine]
+    attempts: list[Attempt]
+    resources: list[AttemptResource]
+    experiments: list[Experiment]
+
+
+EXPERIMENTS = [
+    Experiment("exp-llm-7b", "foundation-models", "val_loss", 2.1, False),
+    Experiment("exp-vision-sweep", "perception", "top1_accuracy", 0.8, True),
+    Experiment("exp-rl-agent", "agents", "mean_reward", 200.0, True),
+    Experiment("exp-nlp-distill", "language", "eval_f1", 0.9, True),
+]
+
+
+def _attempt(
+    attempt_id: str,
+    experiment_id: str,
+    instance_type: str,
+    capacity_type: str,
+    times: tuple[datetime, datetime | None, datetime | None],
+    status: str,
+    *,
+    parent: str | None = None,
+    config: str = "cfg-base",
+    failure: str | None = None,
+    metric: tuple[str, float] | None = None,
+) -> Attempt:
+    spec = catalog.INSTANCES[instance_type]
+    experiment = next(item for item in EXPERIMENTS if item.experiment_id == experiment_id)
+    submitted, started, ended = times
+    return Attempt(
+        attempt_id=attempt_id,
+        experiment_id=experiment_id,
+        parent_attempt_id=parent,
+        model_version=f"{experiment_id.removeprefix('exp-')}-v3",
+        config_version=config,
+        dataset_snapshot="snap-2026-09-30",
+        provider="aws",
+        account_id=ACCOUNT,
+        region=catalog.REGION,
+        cluster=CLUSTER,
+        namespace=experiment.team,
+        instance_type=instance_type,
+        gpu_type=spec.gpu_type,
+        gpu_count=spec.gpu,
+        node_count=1,
+        capacity_type=capacity_type,
+        submitted_at=submitted,
+        started_at=started,
+        ended_at=ended,
+        status=status,
+        failure_reason=failure,
+        metric_name=metric[0] if metric else None,
+        metric_value=metric[1] if metric else None,
+        artifact_uri=f"s3://{CHECKPOINTS}/{experiment_id}/{attempt_id}/" if started else None,
+    )
+
+
+ATTEMPTS = [
+    _attempt("att-llm-01", "exp-llm-7b", "p4d.24xlarge", "on_demand",
+             (utc(5, 7, 52), utc(5, 8), utc(5, 14)), "timeout",
+             failure="wall-clock limit of 6h reached", metric=("val_loss", 2.31)),
+    _attempt("att-llm-02", "exp-llm-7b", "p4d.24xlarge", "on_demand",
+             (utc(5, 23, 40), utc(6, 0), utc(6, 4, 30)), "succeeded",
+             parent="att-llm-01", metric=("val_loss", 2.04)),
+    _attempt("att-vis-01", "exp-vision-sweep", "g5.12xlarge", "spot",
+             (utc(5, 8, 55), utc(5, 9), utc(5, 12)), "succeeded",
+             config="cfg-lr1e-3", metric=("top1_accuracy", 0.812)),
+    _attempt("att-vis-02", "exp-vision-sweep", "g5.12xlarge", "spot",
+             (utc(5, 8, 55), utc(5, 9), utc(5, 11, 30)), "interrupted",
+             config="cfg-lr3e-3", failure="spot instance reclaimed (2-minute notice)"),
+    _attempt("att-vis-03", "exp-vision-sweep", "g5.12xlarge", "spot",
+             (utc(5, 8, 55), None, None), "cancelled",
+             config="cfg-lr1e-2", failure="cancelled in queue: sweep stopped early"),
+    _attempt("att-rl-01", "exp-rl-agent", "g5.12xlarge", "on_demand",
+             (utc(6, 9, 58), utc(6, 10), utc(6, 10, 20)), "failed",
+             failure="CUDA error: out of memory"),
+    _attempt("att-rl-02", "exp-rl-agent", "g5.12xlarge", "on_demand",
+             (utc(6, 10, 22), utc(6, 10, 25), utc(6, 14)), "succeeded",
+             parent="att-rl-01", config="cfg-small-batch", metric=("mean_reward", 212.5)),
+    _attempt("att-nlp-01", "exp-nlp-distill", "g5.xlarge", "on_demand",
+             (utc(7, 12, 50), utc(7, 13), utc(7, 17, 15)), "succeeded",
+             metric=("eval_f1", 0.884)),
+]  # fmt: skip
+
+
+ATTEMPTS_BY_ID = {attempt.attempt_id: attempt for attempt in ATTEMPTS}
+
+
+def _resources() -> list[AttemptResource]:
+    def held(attempt_id: str, resource_id: str, kind: str, gpus: int = 0) -> AttemptResource:
+        attempt = ATTEMPTS_BY_ID[attempt_id]
+        return AttemptResource(
+            attempt_id, resource_id, kind, attempt.started_at, attempt.ended_at, gpus
+        )
+
+    return [
+        held("att-llm-01", LLM_1, "ec2_instance", 8),
+        held("att-llm-01", CHECKPOINTS, "s3_bucket"),
+        held("att-llm-02", LLM_2, "ec2_instance", 8),
+        held("att-llm-02", CHECKPOINTS, "s3_bucket"),
+        held("att-vis-01", VIS_1, "ec2_instance", 4),
+        held("att-vis-02", VIS_2, "ec2_instance", 4),
+        held("att-rl-01", RL, "ec2_instance", 4),
+        held("att-rl-02", RL, "ec2_instance", 4),
+        # no times: the join falls back to the attempt's own started_at / ended_at
+        AttemptResource("att-nlp-01", NLP, "ec2_instance", None, None, 1),
+        held("att-nlp-01", NLP_VOLUME, "ebs_volume"),
+    ]
+
+
+def build_world(seed: int = 7) -> World:
+    """Build the world; the seed only moves spot prices, request counts and transfer volumes."""
+    rng = random.Random(seed)
+    bill = Bill(BILLING_PERIOD, INVOICE_ID, PLAN, {"AmazonS3": catalog.S3_PRIVATE_RATE_DISCOUNT})
+
+    def spot(instance_type: str, count: int) -> list[Decimal]:
+        base = catalog.INSTANCES[instance_type].spot_rate
+        return [base + Decimal(rng.randint(-60, 90)) / 10000 for _ in range(count)]
+
+    # exp-llm-7b: tagged on-demand p4d, partly covered by the Savings Plan.
+    for attempt_id, instance in (("att-llm-01", LLM_1), ("att-llm-02", LLM_2)):
+        attempt = ATTEMPTS_BY_ID[attempt_id]
+        bill.instance(instance, "p4d.24xlarge", *_ran(attempt), "us-east-1a", _tags(attempt))
+    # exp-vision-sweep: tagged spot g5 (one reclaimed at 11:30).
+    for attempt_id, instance, zone in (
+        ("att-vis-01", VIS_1, "us-east-1b"),
+        ("att-vis-02", VIS_2, "us-east-1c"),
+    ):
+        attempt = ATTEMPTS_BY_ID[attempt_id]
+        rates = spot("g5.12xlarge", 3)
+        bill.instance(instance, "g5.12xlarge", *_ran(attempt), zone, _tags(attempt), rates)
+    # exp-rl-agent: one untagged node runs the failed attempt and, 5 minutes later, its retry.
+    bill.instance(RL, "g5.12xlarge", utc(6, 10), utc(6, 14), "us-east-1a")
+    # exp-nlp-distill: an untagged instance ending at 17:15 and a volume kept a day longer.
+    bill.instance(NLP, "g5.xlarge", utc(7, 13), utc(7, 17, 15), "us-east-1d")
+    volume_hours = [(hour, 500) for hour, _ in hours(utc(7, 13), utc(8, 13))]
+    bill.storage(catalog.EBS_GP3, NLP_VOLUME, volume_hours, zone="us-east-1d")
+    # Not training: an untagged dev box and a smoke test tagged with an attempt nobody logged.
+    bill.instance(DEV_BOX, "m5.xlarge", *WINDOW, "us-east-1a")
+    smoke_tags = {"user_attempt_id": "att-manual-smoke"}
+    rates = spot("g5.xlarge", 2)
+    bill.instance(SMOKE, "g5.xlarge", utc(6, 15), utc(6, 17), "us-east-1b", smoke_tags, rates)
+    _llm_traffic(bill, rng)
+    _vision_dataset(bill, rng)
+    for hour, _ in hours(*period_bounds(BILLING_PERIOD)):
+        bill.metered(catalog.EKS_CLUSTER, hour, CLUSTER_ARN, Decimal(1))
+    bill.recurring_fees()
+    bill.taxes(TAXED_PRODUCTS)
+    lines = sorted(bill.lines, key=lambda line: (line.usage_start, line.usage_end))
+    return World(BILLING_PERIOD, lines, list(ATTEMPTS), _resources(), list(EXPERIMENTS))
+
+
+def _ran(attempt: Attempt) -> tuple[datetime, datetime]:
+    if attempt.started_at is None or attempt.ended_at is None:
+        raise ValueError(f"{attempt.attempt_id} never ran, so nothing billed it")
+    return attempt.started_at, attempt.ended_at
+
+
+def _tags(attempt: Attempt) -> dict[str, str]:
+    return {"user_attempt_id": attempt.attempt_id, "user_experiment_id": attempt.experiment_id}
+
+
+def _llm_traffic(bill: Bill, rng: random.Random) -> None:
+    """Checkpoint PUTs, checkpoint storage and inter-AZ traffic of the two exp-llm-7b attempts."""
+    llm = [ATTEMPTS_BY_ID["att-llm-01"], ATTEMPTS_BY_ID["att-llm-02"]]
+    busy = {hour for attempt in llm for hour, _ in hours(*_ran(attempt))}
+    stored, sizes = 0, []
+    for hour, _ in hours(utc(5, 8), WINDOW[1]):
+        stored += 180 if hour in busy else 0  # one 180 GB checkpoint per training hour
+        sizes.append((hour, stored))
+    bill.storage(catalog.S3_STORAGE, CHECKPOINTS, sizes)
+    for attempt, instance in zip(llm, (LLM_1, LLM_2), strict=True):
+        for hour, _ in hours(*_ran(attempt)):
+            puts = Decimal(rng.randint(800, 2400))
+            bill.metered(catalog.S3_PUT, hour, CHECKPOINTS, puts)
+            gigabytes = Decimal(rng.randint(2000, 9000)) / 100
+            bill.metered(catalog.INTER_AZ, hour, instance, gigabytes, "us-east-1a", _tags(attempt))
+
+
+def _vision_dataset(bill: Bill, rng: random.Random) -> None:
+    """The sweep's dataset bucket: tagged with the experiment, never with an attempt."""
+    tags = {"user_experiment_id": "exp-vision-sweep"}
+    bill.storage(
+        catalog.S3_STORAGE, DATASETS, [(hour, 2400) for hour, _ in hours(*WINDOW)], tags=tags
+    )
+    for hour, _ in hours(utc(5, 9), utc(5, 12)):
+        gets = Decimal(rng.randint(2000, 6000) * 10)
+        bill.metered(catalog.S3_GET, hour, DATASETS, gets, tags=tags)
