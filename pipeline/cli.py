@@ -32,7 +32,7 @@ def _reports_errors(function: Callable[..., Any]) -> Callable[..., Any]:
         try:
             return function(*args, **kwargs)
         except RuncostError as error:
-            errors.print(f"error: {error}", markup=False, highlight=False)
+            errors.print(f"error: {error}", markup=False, highlight=False, soft_wrap=True)
             sys.exit(error.exit_code)
 
     return wrapper

@@ -21,12 +21,14 @@ class CheckFailed(RuncostError):
     """An invariant in sql/checks returned rows; nothing was published."""
 
     def __init__(
-        self, failures: list[tuple[str, list[str], list[tuple]]], build_database: str | None = None
+        self,
+        failures: list[tuple[str, list[str], list[tuple], int]],
+        build_database: str | None = None,
     ) -> None:
         self.failures = failures
         lines = []
-        for name, columns, rows in failures:
-            lines.append(f"check {name} failed: {len(rows)} row(s) break it; first rows:")
+        for name, columns, rows, total in failures:
+            lines.append(f"check {name} failed: {total} row(s) break it; first rows:")
             lines.append("  " + " | ".join(columns))
             lines.extend("  " + " | ".join(str(value) for value in row) for row in rows[:5])
         lines.append("nothing was published; the previous snapshot stays current")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import duckdb
 
-PUBLISHED_SCHEMAS = ("normalized", "attribution", "allocation", "marts")
+PUBLISHED_SCHEMAS = ("config", "normalized", "attribution", "allocation", "marts")
 TELEMETRY_VIEWS = ("attempts", "attempt_resources", "attempt_events", "experiments")
 DATABASE_NAME = "runcost.duckdb"
 CURRENT_NAME = "CURRENT"
@@ -46,9 +46,7 @@ def publish(con: duckdb.DuckDBPyConnection, warehouse: Path, run_id: str) -> Sna
             f"copy (select * from {source}) to '{_sql_path(target)}' "
             "(format parquet, compression zstd)"
         )
-        row_counts[f"{schema}.{name}"] = con.execute(
-            f"select count(*) from {source}"
-        ).fetchone()[0]
+        row_counts[f"{schema}.{name}"] = con.execute(f"select count(*) from {source}").fetchone()[0]
     os.replace(staging_folder, folder)
 
     database = warehouse / DATABASE_NAME

@@ -63,7 +63,25 @@ def run_pipeline(config: Config, progress: Progress | None = None) -> RunResult:
         "status": "running",
     }
     _write_manifest(run_dir, manifest)
+    try:
+        return _run(config, say, run_dir, manifest, stages)
+    except CheckFailed:
+        raise  # recorded as failed_checks where the checks ran
+    except BaseException as error:
+        manifest.update(
+            status="failed",
+            error=f"{type(error).__name__}: {error}",
+            finished_at=_now(),
+            stage_seconds={name: round(value, 4) for name, value in stages.items()},
+        )
+        _write_manifest(run_dir, manifest)
+        raise
 
+
+def _run(
+    config: Config, say: Progress, run_dir: Path, manifest: dict, stages: dict[str, float]
+) -> RunResult:
+    run_id = manifest["run_id"]
     started = time.perf_counter()
     say("ingest: AWS CUR 2.0 deliveries")
     deliveries = ingest_aws_exports(config)

@@ -140,7 +140,7 @@ class BuildReport:
     """What a build did: seconds per model, and the rows each check returned."""
 
     seconds: dict[str, float] = field(default_factory=dict)
-    check_failures: list[tuple[str, list[str], list[tuple]]] = field(default_factory=list)
+    check_failures: list[tuple[str, list[str], list[tuple], int]] = field(default_factory=list)
     checks_run: list[str] = field(default_factory=list)
 
 
@@ -164,7 +164,8 @@ def build(
                 report.checks_run.append(model.name)
                 if rows:
                     columns = [item[0] for item in cursor.description]
-                    report.check_failures.append((model.name, columns, rows))
+                    total = con.execute(f"select count(*) from ({model.sql})").fetchone()[0]
+                    report.check_failures.append((model.name, columns, rows, total))
             else:
                 kind = model.materialization
                 con.execute(f"create or replace {kind} {model.qualified} as\n{model.sql}")

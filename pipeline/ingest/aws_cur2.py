@@ -150,9 +150,10 @@ def _open_sources(locations: tuple[str, ...]) -> list[ExportSource]:
     for location in locations:
         if "://" in location:
             name = location.rstrip("/").rsplit("/", 1)[-1]
-            what = "S3 ingest is" if location.startswith("s3://") else "only local folders are"
+            scheme = location.split("://", 1)[0]
+            what = "S3 ingest is" if scheme == "s3" else f"reading {scheme}:// locations is"
             raise InputError(
-                f"{location}: {what} not available yet in this version; copy the export to a "
+                f"{location}: {what} not available in this version; copy the export to a "
                 f"local folder (for example `aws s3 sync {location} ./exports/{name}`) and list "
                 "that folder in aws.exports"
             )

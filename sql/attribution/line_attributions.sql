@@ -22,16 +22,15 @@ attempts as (
 overlap_totals as (
     select
         held_overlaps.line_id,
-        sum(held_overlaps.overlap_us) as total_overlap_us,
-        sum(held_overlaps.overlap_us * greatest(coalesce(held_overlaps.gpu_count, 1), 1)) as total_weight
+        sum(held_overlaps.overlap_us) as total_overlap_us
     from held_overlaps
     group by held_overlaps.line_id
 ),
 
 resource_time_slices as (
-    -- attempts that held the resource one after another each get their seconds of the line's
-    -- active time; attempts sharing it at once (more held seconds than active) split it by
-    -- GPU-seconds, and then the whole line is placed
+    -- share_i = overlap_i / max(active, sum of overlaps): attempts one after another each get
+    -- their seconds of the line's active time; when held seconds exceed it (attempts sharing
+    -- the resource at once) the line is placed whole, split by seconds held
     select
         held_overlaps.line_id,
         held_overlaps.attempt_id,
@@ -39,14 +38,9 @@ resource_time_slices as (
         'resource_time' as attribution_method,
         'estimated' as confidence,
         overlap_totals.total_overlap_us >= cost_lines.usage_seconds * 1000000 as fully_attributed,
-        held_overlaps.overlap_us * greatest(coalesce(held_overlaps.gpu_count, 1), 1) as weight,
-        case
-            when overlap_totals.total_overlap_us >= cost_lines.usage_seconds * 1000000
-                then
-                    (held_overlaps.overlap_us * greatest(coalesce(held_overlaps.gpu_count, 1), 1))
-                    / overlap_totals.total_weight
-            else held_overlaps.overlap_us / (cost_lines.usage_seconds * 1000000)
-        end as share
+        held_overlaps.overlap_us as weight,
+        held_overlaps.overlap_us
+        / greatest(cost_lines.usage_seconds * 1000000, overlap_totals.total_overlap_us) as share
     from held_overlaps
     inner join overlap_totals on held_overlaps.line_id = overlap_totals.line_id
     inner join cost_lines on held_overlaps.line_id = cost_lines.line_id

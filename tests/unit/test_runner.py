@@ -85,7 +85,7 @@ def test_build_collects_check_rows_and_wraps_sql_errors() -> None:
     failing = parse_model("checks", "c", "-- C.\n-- grain: x\nselect * from marts.m where x = 1")
     report = build(con, [ok, failing])
     assert report.checks_run == ["c"]
-    assert report.check_failures == [("c", ["x"], [(1,)])]
+    assert report.check_failures == [("c", ["x"], [(1,)], 1)]
     broken = parse_model("marts", "broken", "-- B.\n-- grain: x\nselect no_such_column")
     with pytest.raises(ModelError, match=r"building marts\.broken failed"):
         build(con, [broken])

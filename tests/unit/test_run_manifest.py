@@ -1,0 +1,69 @@
+"""The run manifest records every run, including the ones that fail before publishing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pipeline import run as run_module
+from pipeline.config import load_config
+from pipeline.errors import CheckFailed, InputError
+from pipeline.run import run_pipeline
+from pipeline.runner import discover, parse_model
+from pipeline.scenario import write_scenario
+
+
+def only_manifest(warehouse: Path) -> dict:
+    (run_dir,) = (warehouse / "runs").iterdir()
+    return json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
+
+
+def test_bad_input_is_recorded_and_nothing_is_published(tmp_path: Path) -> None:
+    config_file = write_scenario(tmp_path / "world")
+    attempts = tmp_path / "world" / "telemetry" / "attempts.csv"
+    lines = attempts.read_text(encoding="utf-8").splitlines()
+    attempts.write_text("\n".join([*lines, lines[1]]) + "\n", encoding="utf-8")  # a duplicate
+    config = load_config(config_file)
+    with pytest.raises(InputError, match="attempt_id"):
+        run_pipeline(config)
+    manifest = only_manifest(config.warehouse)
+    assert manifest["status"] == "failed"
+    assert manifest["error"].startswith("InputError: ")
+    assert "finished_at" in manifest
+    assert not (config.warehouse / "runcost.duckdb").exists()
+    assert not (config.warehouse / "CURRENT").exists()
+
+
+def test_failed_check_keeps_the_previous_snapshot(tmp_path: Path, monkeypatch) -> None:
+    config = load_config(write_scenario(tmp_path / "world"))
+    first = run_pipeline(config)
+    published = (config.warehouse / "CURRENT").read_text(encoding="utf-8")
+
+    failing = parse_model(
+        "checks",
+        "always_fails",
+        "-- A check that every cost line breaks.\n-- grain: one row per line_id\n"
+        "with final as (select line_id from normalized.cost_lines)\nselect * from final",
+    )
+    monkeypatch.setattr(run_module, "discover", lambda: [*discover(), failing])
+    with pytest.raises(CheckFailed) as caught:
+        run_pipeline(config)
+
+    message = str(caught.value)
+    assert "check always_fails failed: 2067 row(s) break it; first rows:" in message
+    assert "nothing was published; the previous snapshot stays current" in message
+    assert "the failed build is kept for inspection: duckdb " in message
+    assert (config.warehouse / "CURRENT").read_text(encoding="utf-8") == published
+    assert first.database.is_file()
+    manifests = [
+        json.loads((path / "manifest.json").read_text(encoding="utf-8"))
+        for path in sorted((config.warehouse / "runs").iterdir())
+    ]
+    assert sorted(item["status"] for item in manifests) == ["failed_checks", "published"]
+    failed = next(item for item in manifests if item["status"] == "failed_checks")
+    assert failed["checks"]["always_fails"] == "failed"
+    assert failed["checks"]["conservation"] == "passed"
+    kept = Path(message.rsplit("duckdb ", 1)[1].strip())
+    assert kept.is_file()
