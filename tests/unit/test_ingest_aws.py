@@ -428,7 +428,9 @@ def test_s3_location_is_refused_with_the_copy_hint(tmp_path):
     with pytest.raises(InputError) as error:
         ingest_aws_exports(config_for(tmp_path, "s3://billing-bucket/cur/ml-cur"))
     message = str(error.value)
-    assert message.startswith("s3://billing-bucket/cur/ml-cur: S3 ingest is not available in this version")
+    assert message.startswith(
+        "s3://billing-bucket/cur/ml-cur: S3 ingest is not available in this version"
+    )
     assert "aws s3 sync s3://billing-bucket/cur/ml-cur ./exports/ml-cur" in message
     assert raw_files(tmp_path) == []
 
