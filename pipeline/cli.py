@@ -5,37 +5,21 @@ from __future__ import annotations
 import json
 import logging
 import sys
-from collections.abc import Callable
 from decimal import Decimal
-from functools import wraps
 from pathlib import Path
 from typing import Any
 
 import click
-import duckdb
-from rich.console import Console
 from rich.table import Table
 
 from pipeline import __version__
-from pipeline.config import DEFAULT_CONFIG_NAME, load_config
-from pipeline.errors import RuncostError
-from pipeline.publish import DATABASE_NAME
-
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
-console = Console()
-errors = Console(stderr=True)
-
-
-def _reports_errors(function: Callable[..., Any]) -> Callable[..., Any]:
-    @wraps(function)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return function(*args, **kwargs)
-        except RuncostError as error:
-            errors.print(f"error: {error}", markup=False, highlight=False, soft_wrap=True)
-            sys.exit(error.exit_code)
-
-    return wrapper
+from pipeline.cli_common import (
+    config_option,
+    console,
+    errors,
+    reports_errors,
+)
+from pipeline.config import load_config
 
 
 def _setup_logging(log_format: str) -> None:
@@ -55,19 +39,11 @@ class _JsonFormatter(logging.Formatter):
         return json.dumps(
             {
                 "level": record.levelname.lower(),
+                "stage": getattr(record, "stage", None),
                 "message": record.getMessage(),
                 "at": record.created,
             }
         )
-
-
-config_option = click.option(
-    "--config",
-    "config_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help=f"Configuration file (default: ./{DEFAULT_CONFIG_NAME}).",
-)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -86,24 +62,28 @@ def main(log_format: str) -> None:
 
 @main.command()
 @config_option
-@_reports_errors
+@reports_errors
 def run(config_path: Path | None) -> None:
     """Run the nightly job: ingest, attribute, allocate, check, publish.
 
-    Exits 0 when a new snapshot is published, 1 when input is bad or a check fails
-    (nothing is published), 2 on a usage error.
+    Exits 0 when a new snapshot is published (or the content did not change), 1 when input
+    is bad, a check fails or another run holds the warehouse (nothing is published), 2 on a
+    usage error.
     """
+    from pipeline.cli_status import print_summary, run_display
     from pipeline.run import run_pipeline
 
     config = load_config(config_path)
-    result = run_pipeline(config, progress=_progress)
+    with run_display(errors) as display:
+        result = run_pipeline(config, on_event=display.on_event)
     _print_run_summary(result.database, result.run_id)
+    print_summary(console, result)
 
 
 @main.command()
 @click.argument("directory", required=False, type=click.Path(file_okay=False, path_type=Path))
 @click.option("--seed", default=7, show_default=True, help="Seed of the scenario generator.")
-@_reports_errors
+@reports_errors
 def demo(directory: Path | None, seed: int) -> None:
     """Write the bundled scenario into DIRECTORY (default ./runcost-demo), run it, show costs."""
     from pipeline.run import run_pipeline
@@ -122,65 +102,13 @@ def demo(directory: Path | None, seed: int) -> None:
 @main.command()
 @click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
 @click.option("--seed", default=7, show_default=True, help="Seed of the scenario generator.")
-@_reports_errors
+@reports_errors
 def scenario(directory: Path, seed: int) -> None:
     """Write a small consistent world (CUR 2.0 export, telemetry, ground truth) to DIRECTORY."""
     from pipeline.scenario import write_scenario
 
     config_file = write_scenario(directory, seed=seed)
     console.print(f"wrote {directory} (configuration: {config_file})")
-
-
-@main.command()
-@click.argument("query")
-@config_option
-@click.option(
-    "--database",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help=f"A published {DATABASE_NAME} (default: the one in the configured warehouse).",
-)
-@click.option(
-    "--format",
-    "output_format",
-    type=click.Choice(["table", "csv", "json"]),
-    default="table",
-    show_default=True,
-)
-@_reports_errors
-def sql(query: str, config_path: Path | None, database: Path | None, output_format: str) -> None:
-    """Run a read-only SQL QUERY against the published tables."""
-    from pipeline.run import open_database
-
-    if database is None:
-        database = load_config(config_path).warehouse / DATABASE_NAME
-    if not database.is_file():
-        raise RuncostError(f"{database}: nothing is published yet; run `runcost run` first")
-    con = open_database(database)
-    try:
-        cursor = con.execute(query)
-    except duckdb.Error as error:
-        raise RuncostError(f"query failed: {error}") from error
-    columns = [item[0] for item in cursor.description or []]
-    rows = cursor.fetchall()
-    con.close()
-    _print_rows(columns, rows, output_format)
-
-
-def _print_rows(columns: list[str], rows: list[tuple], output_format: str) -> None:
-    if output_format == "json":
-        click.echo(json.dumps([dict(zip(columns, row, strict=True)) for row in rows], default=str))
-    elif output_format == "csv":
-        import csv
-
-        writer = csv.writer(sys.stdout)
-        writer.writerow(columns)
-        writer.writerows(rows)
-    else:
-        table = Table(*columns)
-        for row in rows:
-            table.add_row(*(_cell(value) for value in row))
-        console.print(table)
 
 
 def _cell(value: Any) -> str:
@@ -231,3 +159,20 @@ def _print_run_summary(database: Path, run_id: str) -> None:
         recon.add_row(*(_cell(value) for value in row))
     console.print(recon)
     console.print(f"published: {database}")
+
+
+from pipeline.cli_status import status  # noqa: E402
+
+main.add_command(status)
+
+from pipeline.cli_sql import sql  # noqa: E402
+
+main.add_command(sql)
+
+from pipeline.cli_report import report  # noqa: E402
+
+main.add_command(report)
+
+from pipeline.cli_check import check  # noqa: E402
+
+main.add_command(check)

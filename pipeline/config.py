@@ -108,6 +108,19 @@ class Pool:
 
 
 @dataclass(frozen=True)
+class Economics:
+    """[economics]: constants of the goodput model and the waste findings (docs/economics.md)."""
+
+    # Llama 3 405B: 419 unexpected interruptions / (16,384 GPUs x 1,296 h) = 1.97e-5 per GPU-hour
+    failure_rate_per_gpu_hour: float = 1.97e-5
+    recovery_minutes: float = 10.0
+    checkpoint_interval_minutes: float = 60.0
+    checkpoint_write_minutes: float = 1.0
+    waste_idle_hours: float = 24.0
+    stale_checkpoint_days: float = 7.0
+
+
+@dataclass(frozen=True)
 class Config:
     """The whole validated configuration; paths are absolute."""
 
@@ -121,6 +134,11 @@ class Config:
     pools: tuple[Pool, ...] = ()
     memory_limit: str | None = None
     threads: int | None = None
+    lock_timeout_seconds: float = 600.0
+    raw_retention_days: int = 90
+    aws_endpoint_url: str | None = None
+    aws_region: str | None = None
+    economics: Economics = field(default_factory=Economics)
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def fingerprint(self) -> str:
@@ -132,16 +150,25 @@ class Config:
                 self.experiment_tag_keys,
                 self.resource_time,
                 self.pools,
+                self.economics,
             )
         )
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 _SECTIONS: dict[str, set[str]] = {
-    "warehouse": {"path", "memory_limit", "threads"},
-    "aws": {"exports"},
+    "warehouse": {"path", "memory_limit", "threads", "lock_timeout_seconds", "raw_retention_days"},
+    "aws": {"exports", "endpoint_url", "region"},
     "telemetry": {"path"},
     "attribution": {"attempt_tag_keys", "experiment_tag_keys", "resource_time"},
+    "economics": {
+        "failure_rate_per_gpu_hour",
+        "recovery_minutes",
+        "checkpoint_interval_minutes",
+        "checkpoint_write_minutes",
+        "waste_idle_hours",
+        "stale_checkpoint_days",
+    },
 }
 _POOL_KEYS = {"name", "selector", "driver", "spread", "attempts"}
 
@@ -189,6 +216,16 @@ def parse_config(data: dict[str, Any], base: Path, path: Path | None = None) -> 
     threads = warehouse.get("threads")
     if threads is not None and (not isinstance(threads, int) or threads < 1):
         raise ConfigError(f"{where}: warehouse.threads must be a whole number of at least 1")
+    lock_timeout = warehouse.get("lock_timeout_seconds", 600)
+    if (
+        isinstance(lock_timeout, bool)
+        or not isinstance(lock_timeout, int | float)
+        or lock_timeout < 0
+    ):
+        raise ConfigError(
+            f"{where}: warehouse.lock_timeout_seconds must be a number of seconds, 0 or more "
+            "(how long a run waits for another run on the same warehouse)"
+        )
     memory_limit = warehouse.get("memory_limit")
     if memory_limit is not None and (
         not isinstance(memory_limit, str) or not _MEMORY.fullmatch(memory_limit)
@@ -200,6 +237,23 @@ def parse_config(data: dict[str, Any], base: Path, path: Path | None = None) -> 
 
     exports = _string_list(aws.get("exports", []), f"{where}: aws.exports")
     resolved_exports = tuple(_resolve_location(item, base) for item in exports)
+    retention = warehouse.get("raw_retention_days", 90)
+    if isinstance(retention, bool) or not isinstance(retention, int) or retention < 0:
+        raise ConfigError(
+            f"{where}: warehouse.raw_retention_days must be a whole number of days, 0 or more "
+            "(how long superseded deliveries stay in raw/)"
+        )
+    endpoint_url = aws.get("endpoint_url")
+    if endpoint_url is not None and (
+        not isinstance(endpoint_url, str) or not endpoint_url.startswith(("http://", "https://"))
+    ):
+        raise ConfigError(
+            f"{where}: aws.endpoint_url must be an http:// or https:// URL of an S3-compatible "
+            'store, such as "https://minio.internal:9000"'
+        )
+    region = aws.get("region")
+    if region is not None and (not isinstance(region, str) or not region):
+        raise ConfigError(f'{where}: aws.region must be a region name, such as "us-east-1"')
 
     telemetry_path = telemetry.get("path")
     if telemetry_path is not None and not isinstance(telemetry_path, str):
@@ -234,8 +288,26 @@ def parse_config(data: dict[str, Any], base: Path, path: Path | None = None) -> 
         pools=pools,
         memory_limit=memory_limit,
         threads=threads,
+        lock_timeout_seconds=float(lock_timeout),
+        raw_retention_days=retention,
+        aws_endpoint_url=endpoint_url,
+        aws_region=region,
+        economics=_parse_economics(data.get("economics", {}), where),
         raw=data,
     )
+
+
+def _parse_economics(section: dict[str, Any], where: str) -> Economics:
+    values: dict[str, float] = {}
+    for key in sorted(section):
+        value = section[key]
+        if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+            raise ConfigError(
+                f"{where}: economics.{key} must be a number above 0, such as "
+                f"{getattr(Economics(), key)} (the default)"
+            )
+        values[key] = float(value)
+    return Economics(**values)
 
 
 def _string_list(value: Any, what: str) -> list[str]:

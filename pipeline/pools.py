@@ -8,10 +8,14 @@ from sqlglot import expressions as exp
 
 from pipeline.config import ATTEMPT_COLUMNS, COST_LINE_COLUMNS, Config, validate_condition
 from pipeline.runner import Model, parse_model
+from pipeline.tags import cur_tag_keys
 
 
 def write_pool_settings(con: duckdb.DuckDBPyConnection, config: Config) -> None:
-    """Create config.attribution and config.pools; values go in as parameters, never as SQL."""
+    """Create config.attribution and config.pools; values go in as parameters, never as SQL.
+
+    Tag keys are written as CUR names them (`attempt-id` -> `user_attempt_id`), see pipeline.tags.
+    """
     con.execute("create schema if not exists config")
     con.execute(
         "create or replace table config.attribution ("
@@ -19,7 +23,11 @@ def write_pool_settings(con: duckdb.DuckDBPyConnection, config: Config) -> None:
     )
     con.execute(
         "insert into config.attribution values (?, ?, ?)",
-        [list(config.attempt_tag_keys), list(config.experiment_tag_keys), config.resource_time],
+        [
+            cur_tag_keys(config.attempt_tag_keys),
+            cur_tag_keys(config.experiment_tag_keys),
+            config.resource_time,
+        ],
     )
     con.execute(
         "create or replace table config.pools (pool_order integer, pool_name varchar, "

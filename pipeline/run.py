@@ -1,9 +1,10 @@
-"""One nightly run: ingest, load telemetry, build the SQL models, check, publish, record."""
+"""One nightly run: lock, ingest, load telemetry, build, check, publish (or not), record."""
 
 from __future__ import annotations
 
 import json
 import logging
+import os
 import secrets
 import shutil
 import time
@@ -18,14 +19,43 @@ from pipeline import __version__
 from pipeline.config import Config
 from pipeline.errors import CheckFailed
 from pipeline.ingest.aws_cur2 import Delivery, ingest_aws_exports
-from pipeline.pools import pool_models, write_pool_settings
-from pipeline.publish import Snapshot, publish
+from pipeline.lock import WarehouseLock
+from pipeline.pools import pool_models
+from pipeline.publish import (
+    DATABASE_NAME,
+    current_snapshot,
+    discard_snapshot,
+    publish,
+    recover,
+    snapshot_hash,
+    table_contents,
+    unchanged_snapshot,
+)
 from pipeline.runner import BuildReport, Model, build, discover
+from pipeline.settings import write_settings
 from pipeline.sources import TELEMETRY_TABLES, register_sources
 from pipeline.telemetry.canonical import empty_table
 from pipeline.telemetry.files import load_telemetry
 
 Progress = Callable[[str], None]
+STAGES = ("ingest", "telemetry", "build", "checks", "publish")
+# Test-only hook (tests/reliability): with RUNCOST_TEST_PAUSE_AT=<point> and
+# RUNCOST_TEST_PAUSE_FILE=<path>, a run writes <path> on reaching <point> and waits while the file
+# exists (at most PAUSE_LIMIT seconds), so a test can kill it there or read the warehouse.
+# Points: the STAGES, and publish:snapshot|database|pointer|prune inside publish.
+PAUSE_AT_ENV, PAUSE_FILE_ENV, PAUSE_LIMIT = "RUNCOST_TEST_PAUSE_AT", "RUNCOST_TEST_PAUSE_FILE", 120
+log = logging.getLogger("runcost")
+
+
+@dataclass(frozen=True)
+class RunEvent:
+    """Progress of a run: a stage starts (with its number of steps), takes a step, or ends."""
+
+    stage: str
+    kind: str  # "start", "step" or "done"
+    message: str
+    total: int | None = None
+    seconds: float | None = None
 
 
 @dataclass
@@ -40,6 +70,8 @@ class RunResult:
     report: BuildReport
     stage_seconds: dict[str, float] = field(default_factory=dict)
     row_counts: dict[str, int] = field(default_factory=dict)
+    status: str = "published"  # or "unchanged": same content as the current snapshot
+    content_hashes: dict[str, str] = field(default_factory=dict)
 
 
 def new_run_id() -> str:
@@ -47,111 +79,234 @@ def new_run_id() -> str:
     return datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
 
 
-def run_pipeline(config: Config, progress: Progress | None = None) -> RunResult:
-    """Run every stage; a failed check raises CheckFailed and publishes nothing."""
-    say = progress or (lambda _message: None)
-    run_id = new_run_id()
-    run_dir = config.warehouse / "runs" / run_id
-    run_dir.mkdir(parents=True)
-    stages: dict[str, float] = {}
-    manifest: dict = {
-        "run_id": run_id,
-        "started_at": _now(),
-        "runcost_version": __version__,
-        "config_file": str(config.path) if config.path else None,
-        "config_fingerprint": config.fingerprint(),
-        "status": "running",
-    }
-    _write_manifest(run_dir, manifest)
-    try:
-        return _run(config, say, run_dir, manifest, stages)
-    except CheckFailed:
-        raise  # recorded as failed_checks where the checks ran
-    except BaseException as error:
-        manifest.update(
-            status="failed",
-            error=f"{type(error).__name__}: {error}",
-            finished_at=_now(),
-            stage_seconds={name: round(value, 4) for name, value in stages.items()},
-        )
-        _write_manifest(run_dir, manifest)
-        raise
-
-
-def _run(
-    config: Config, say: Progress, run_dir: Path, manifest: dict, stages: dict[str, float]
+def run_pipeline(
+    config: Config,
+    progress: Progress | None = None,
+    on_event: Callable[[RunEvent], None] | None = None,
 ) -> RunResult:
+    """Run every stage holding the warehouse lock; a failed check raises CheckFailed."""
+    run_id = new_run_id()
+    with WarehouseLock(config.warehouse, config.lock_timeout_seconds, run_id) as lock:
+        _recover(config.warehouse)
+        run_dir = config.warehouse / "runs" / run_id
+        run_dir.mkdir(parents=True)
+        stages: dict[str, float] = {"lock": lock.waited} if lock.waited >= 0.5 else {}
+        manifest: dict = {
+            "run_id": run_id,
+            "started_at": _now(),
+            "runcost_version": __version__,
+            "config_file": str(config.path) if config.path else None,
+            "config_fingerprint": config.fingerprint(),
+            "status": "running",
+            "pid": os.getpid(),
+        }
+        _write_manifest(run_dir, manifest)
+        events = _Events(progress, on_event, stages)
+        try:
+            return _run(config, events, run_dir, manifest)
+        except CheckFailed:
+            raise  # recorded as failed_checks where the checks ran
+        except BaseException as error:
+            manifest.update(
+                status="failed",
+                error=f"{type(error).__name__}: {error}",
+                finished_at=_now(),
+                stage_seconds=_rounded(stages),
+            )
+            _write_manifest(run_dir, manifest)
+            raise
+
+
+class _Events:
+    """Sends progress to both callbacks, times stages, and honours the test pause hook."""
+
+    def __init__(
+        self,
+        progress: Progress | None,
+        on_event: Callable[[RunEvent], None] | None,
+        stages: dict[str, float],
+    ) -> None:
+        self.progress = progress or (lambda _message: None)
+        self.on_event = on_event or (lambda _event: None)
+        self.stages = stages
+        self.started: dict[str, float] = {}
+
+    def start(self, stage: str, message: str, total: int | None = None) -> None:
+        pause(stage)
+        self.started[stage] = time.perf_counter()
+        self.progress(f"{stage}: {message}")
+        self.on_event(RunEvent(stage, "start", message, total=total))
+
+    def step(self, stage: str, message: str) -> None:
+        self.progress(f"build: {message}")  # steps are models and checks; see cli._progress
+        self.on_event(RunEvent(stage, "step", message))
+
+    def done(self, stage: str, message: str, seconds: float | None = None) -> None:
+        if seconds is None:
+            seconds = time.perf_counter() - self.started[stage]
+        self.stages[stage] = seconds
+        self.on_event(RunEvent(stage, "done", message, seconds=seconds))
+
+
+def _run(config: Config, events: _Events, run_dir: Path, manifest: dict) -> RunResult:
     run_id = manifest["run_id"]
-    started = time.perf_counter()
-    say("ingest: AWS CUR 2.0 deliveries")
+    events.start("ingest", "AWS CUR 2.0 deliveries", total=len(config.aws_exports))
     deliveries = ingest_aws_exports(config)
-    stages["ingest"] = time.perf_counter() - started
+    new = sum(item.new for item in deliveries)
+    events.done("ingest", f"{len(deliveries)} deliveries, {new} new")
     manifest["inputs"] = {"deliveries": [_delivery_record(item) for item in deliveries]}
 
-    started = time.perf_counter()
-    say("telemetry: canonical tables")
+    events.start("telemetry", "canonical tables")
     if config.telemetry is None:
-        logging.getLogger("runcost").warning(
+        log.warning(
             "no [telemetry] path is configured: every cost line will be unallocated; "
-            "set telemetry.path to the folder holding attempts.csv"
+            "set telemetry.path to the folder holding attempts.csv",
+            extra={"stage": "telemetry"},
         )
         telemetry = {name: empty_table(name) for name in TELEMETRY_TABLES}
     else:
         telemetry = load_telemetry(config.telemetry)
     manifest["inputs"]["telemetry"] = {name: table.num_rows for name, table in telemetry.items()}
-    stages["telemetry"] = time.perf_counter() - started
+    events.done("telemetry", f"{sum(table.num_rows for table in telemetry.values())} rows")
 
     database_path = run_dir / "build.duckdb"
     con = _connect(database_path, run_dir, config)
     try:
-        write_pool_settings(con, config)
+        write_settings(con, config)
         register_sources(con, deliveries, telemetry)
         models = discover() + pool_models(config)
         _save_generated(run_dir, [model for model in models if model.path is None])
-
-        started = time.perf_counter()
-        report = build(con, models, on_model=lambda model: say(f"build: {model.qualified}"))
-        stages["build"] = time.perf_counter() - started
-        manifest["model_seconds"] = {
-            name: round(value, 4) for name, value in report.seconds.items()
-        }
+        report = _build(con, models, events)
+        manifest["model_seconds"] = _rounded(report.seconds)
         manifest["checks"] = {
             name: "failed" if any(item[0] == name for item in report.check_failures) else "passed"
             for name in report.checks_run
         }
         if report.check_failures:
-            manifest.update(status="failed_checks", finished_at=_now(), stage_seconds=stages)
+            manifest.update(
+                status="failed_checks", finished_at=_now(), stage_seconds=_rounded(events.stages)
+            )
             _write_manifest(run_dir, manifest)
             raise CheckFailed(report.check_failures, str(database_path))
 
         manifest["totals"] = _totals(con)
-        started = time.perf_counter()
-        say("publish: snapshot")
-        snapshot: Snapshot = publish(con, config.warehouse, run_id)
-        stages["publish"] = time.perf_counter() - started
+        events.start("publish", "snapshot")
+        contents = table_contents(con)
+        hashes = {table.name: table.content_hash for table in contents}
+        same_as = unchanged_snapshot(config.warehouse, hashes)
+        if same_as is None:
+            snapshot = publish(con, config.warehouse, run_id, contents, checkpoint=pause)
+            status, folder = "published", snapshot.folder
+            events.done("publish", f"snapshot {run_id} is current")
+        else:
+            # same content as the current snapshot: keep it, so readers and history stay put
+            status, folder = "unchanged", config.warehouse / "snapshots" / same_as
+            log.info(
+                "no change: the content equals the current snapshot %s; nothing published",
+                same_as,
+                extra={"stage": "publish"},
+            )
+            manifest["unchanged_from"] = same_as
+            events.done("publish", f"no change; snapshot {same_as} stays current")
     finally:
         con.close()
 
     database_path.unlink(missing_ok=True)
+    Path(f"{database_path}.wal").unlink(missing_ok=True)
     shutil.rmtree(run_dir / "tmp", ignore_errors=True)
+    pause("manifest")
     manifest.update(
-        status="published",
+        status=status,
         finished_at=_now(),
-        stage_seconds={name: round(value, 4) for name, value in stages.items()},
-        outputs=snapshot.row_counts,
-        snapshot=str(snapshot.folder),
+        stage_seconds=_rounded(events.stages),
+        outputs={table.name: table.rows for table in contents},
+        content_hashes=hashes,
+        content_hash=snapshot_hash(hashes),
+        snapshot=str(folder),
     )
     manifest_path = _write_manifest(run_dir, manifest)
     return RunResult(
         run_id=run_id,
-        database=snapshot.database,
-        snapshot=snapshot.folder,
+        database=config.warehouse / DATABASE_NAME,
+        snapshot=folder,
         manifest=manifest_path,
         deliveries=deliveries,
         report=report,
-        stage_seconds=stages,
-        row_counts=snapshot.row_counts,
+        stage_seconds=dict(events.stages),
+        row_counts={table.name: table.rows for table in contents},
+        status=status,
+        content_hashes=hashes,
     )
+
+
+def _build(con: duckdb.DuckDBPyConnection, models: list[Model], events: _Events) -> BuildReport:
+    checks = [model for model in models if model.layer == "checks"]
+    events.start("build", "SQL models", total=len(models) - len(checks))
+    checking = False
+
+    def on_model(model: Model) -> None:
+        nonlocal checking
+        if model.layer == "checks" and not checking:
+            checking = True
+            events.start("checks", "invariants", total=len(checks))
+        events.step("checks" if model.layer == "checks" else "build", model.qualified)
+
+    report = build(con, models, on_model=on_model)
+    # checks may interleave with models in dependency order: time each stage by its models
+    seconds = sum(value for name, value in report.seconds.items() if name.startswith("checks."))
+    built = len(report.seconds) - len(checks)
+    events.done("build", f"{built} models", sum(report.seconds.values()) - seconds)
+    if not checking:
+        events.start("checks", "invariants", total=0)
+    failed = len(report.check_failures)
+    events.done("checks", f"{len(checks) - failed} passed, {failed} failed", seconds)
+    return report
+
+
+def pause(point: str) -> None:
+    """Test-only: wait at ``point`` while RUNCOST_TEST_PAUSE_FILE exists (see PAUSE_AT_ENV)."""
+    if os.environ.get(PAUSE_AT_ENV) != point or not os.environ.get(PAUSE_FILE_ENV):
+        return
+    marker = Path(os.environ[PAUSE_FILE_ENV])
+    marker.write_text(f"{point} {os.getpid()}\n", encoding="utf-8")
+    deadline = time.monotonic() + PAUSE_LIMIT
+    while marker.exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
+def _recover(warehouse: Path) -> None:
+    """Under the lock: clean what dead runs left and record how they ended."""
+    removed = recover(warehouse)
+    current = current_snapshot(warehouse)
+    current_id = current["run_id"] if current else None
+    for manifest_path in sorted(warehouse.glob("runs/*/manifest.json")):
+        try:
+            manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if manifest.get("status") != "running":
+            continue
+        run_dir = manifest_path.parent
+        if manifest.get("run_id") == current_id:
+            # it died after its snapshot became current, before writing its outcome
+            manifest.update(status="published", snapshot=current["snapshot"], recovered=True)
+        else:
+            manifest.update(status="interrupted", recovered=True)
+            if discard_snapshot(warehouse, run_dir.name):
+                removed.append(warehouse / "snapshots" / run_dir.name)
+        # a killed build is of no use for inspection (unlike a failed check's): free the disk
+        for leftover in ("build.duckdb", "build.duckdb.wal"):
+            (run_dir / leftover).unlink(missing_ok=True)
+        shutil.rmtree(run_dir / "tmp", ignore_errors=True)
+        log.warning(
+            "run %s stopped without recording its outcome (killed or crashed); marked %s",
+            run_dir.name,
+            manifest["status"],
+            extra={"stage": "recover"},
+        )
+        _write_manifest(run_dir, manifest)
+    for path in removed:
+        log.info("removed %s left by a run that died", path, extra={"stage": "recover"})
 
 
 def _connect(path: Path, run_dir: Path, config: Config) -> duckdb.DuckDBPyConnection:
@@ -202,6 +357,10 @@ def _write_manifest(run_dir: Path, manifest: dict) -> Path:
     temporary.write_text(json.dumps(manifest, indent=2, default=str) + "\n", encoding="utf-8")
     temporary.replace(path)
     return path
+
+
+def _rounded(seconds: dict[str, float]) -> dict[str, float]:
+    return {name: round(value, 4) for name, value in seconds.items()}
 
 
 def _now() -> str:

@@ -9,8 +9,9 @@ import duckdb
 import pytest
 
 from pipeline.config import parse_config
-from pipeline.pools import pool_models, write_pool_settings
+from pipeline.pools import pool_models
 from pipeline.runner import build, discover
+from pipeline.settings import write_settings
 from pipeline.sources import TELEMETRY_TABLES, register_sources
 from pipeline.telemetry.canonical import empty_table
 
@@ -21,7 +22,7 @@ def built_empty(tmp_path: Path) -> Iterator[duckdb.DuckDBPyConnection]:
     config = parse_config({}, base=tmp_path)
     con = duckdb.connect()
     con.execute("set TimeZone = 'UTC'")
-    write_pool_settings(con, config)
+    write_settings(con, config)
     register_sources(con, [], {name: empty_table(name) for name in TELEMETRY_TABLES})
     report = build(con, discover() + pool_models(config))
     assert report.check_failures == []

@@ -1,126 +1,81 @@
-"""AWS CUR 2.0 (Data Exports) ingest: validate each delivery, then copy it into raw/aws/."""
+"""AWS CUR ingest: download each new delivery, check and convert it, store it in raw/aws/."""
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
-import re
+import secrets
 import shutil
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
-from typing import BinaryIO, Protocol
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline.config import Config
 from pipeline.errors import InputError
-from pipeline.ingest.cur_manifest import parse_manifest
-from pipeline.ingest.cur_validate import PARQUET_HINT, check_columns, check_magic, check_period
-from pipeline.ingest.raw_store import Delivery, RawStore, StagedFile, sha256_stream
+from pipeline.ingest.cur_convert import convert_all, file_format, needs_conversion
+from pipeline.ingest.cur_plan import Planned, periods, plan
+from pipeline.ingest.cur_validate import (
+    check_columns,
+    check_delivery,
+    check_magic,
+    check_period,
+    note_extra_columns,
+)
+from pipeline.ingest.export_source import ExportSource, LocalExportSource, SourceFile
+from pipeline.ingest.raw_store import Delivery, RawStore, safe_name, sha256_file
 
 log = logging.getLogger("runcost")
 
 PROVIDER = "aws"
-_PERIOD_DIR = re.compile(r"^BILLING_PERIOD=(\d{4}-(?:0[1-9]|1[0-2]))$")
-# Create-new mode writes each refresh to <YYYYMMDDTHHMMSSZ>-<execution-id>/ inside the period.
-_CREATE_NEW_DIR = re.compile(r"^\d{8}T\d{6}Z-.+$")
-_SAFE_ID = re.compile(r"[^A-Za-z0-9._-]")
-_MANIFEST_SUFFIX = "-Manifest.json"
+CONVERTED = "converted"
+_STAGING = ".ingest-staging"
+
+__all__ = ["Delivery", "ExportSource", "LocalExportSource", "SourceFile", "ingest_aws_exports"]
 
 
-@dataclass(frozen=True)
-class SourceFile:
-    """A file of an export: its key relative to the export root (posix) and its size."""
+@dataclass
+class _Staged:
+    """A new delivery downloaded, checked and converted in the staging folder."""
 
-    key: str
-    size: int
-
-
-class ExportSource(Protocol):
-    """Read access to one export root: a local folder now, an S3 prefix later.
-
-    Keys are posix paths relative to the root. ``list_files(prefix)`` returns every file below a
-    folder key (ending in '/'), sorted; ``open`` returns a seekable stream (footers are read from
-    the end); ``describe`` gives a key's full path or URI for messages.
-    """
-
-    location: str
-    export_name: str
-
-    def list_files(self, prefix: str) -> list[SourceFile]: ...
-    def stat(self, key: str) -> SourceFile | None: ...
-    def open(self, key: str) -> BinaryIO: ...
-    def copy_to(self, key: str, target: Path) -> None: ...
-    def describe(self, key: str) -> str: ...
-
-
-class LocalExportSource:
-    """An export copied to a local folder with the S3 layout (data/, metadata/)."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self.location = str(root)
-        self.export_name = root.name
-
-    def list_files(self, prefix: str) -> list[SourceFile]:
-        base = self.root / prefix
-        if not base.is_dir():
-            return []
-        return [
-            SourceFile(path.relative_to(self.root).as_posix(), path.stat().st_size)
-            for path in sorted(base.rglob("*"))
-            if path.is_file()
-        ]
-
-    def stat(self, key: str) -> SourceFile | None:
-        path = self.root / key
-        return SourceFile(key, path.stat().st_size) if path.is_file() else None
-
-    def open(self, key: str) -> BinaryIO:
-        return (self.root / key).open("rb")
-
-    def copy_to(self, key: str, target: Path) -> None:
-        shutil.copyfile(self.root / key, target)
-
-    def describe(self, key: str) -> str:
-        return str(self.root / key)
-
-
-@dataclass(frozen=True)
-class _Planned:
-    """One delivery found in a source, before anything is written."""
-
-    source: ExportSource
-    period: str
-    delivery_id: str
-    execution_id: str | None
-    files: tuple[tuple[str, SourceFile], ...]  # (name in the delivery, source file)
-    manifest: tuple[str, bytes] | None
-    sha256: dict[str, str]  # source key -> sha256, when computed (deliveries without manifest)
+    planned: Planned
+    folder: Path
+    files: list[dict[str, object]]
+    converted: list[dict[str, object]]
 
 
 def ingest_aws_exports(config: Config) -> list[Delivery]:
     """Ingest every new delivery of config.aws_exports into raw/aws/; return the current ones."""
     store = RawStore(config.warehouse / "raw", PROVIDER)
-    sources = _open_sources(config.aws_exports)
+    sources = open_sources(config)
+    staging = config.warehouse / _STAGING / secrets.token_hex(4)
+    try:
+        return _ingest(config, store, sources, staging)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+        if staging.parent.is_dir() and not any(staging.parent.iterdir()):
+            staging.parent.rmdir()
 
-    # Plan and validate everything first: an error leaves raw/ exactly as it was.
-    to_copy: list[_Planned] = []
+
+def _ingest(
+    config: Config, store: RawStore, sources: list[ExportSource], staging: Path
+) -> list[Delivery]:
+    # Download, check and convert everything first: an error leaves raw/ exactly as it was.
+    staged: list[_Staged] = []
     shown: dict[tuple[str, str], str] = {}
     for source in sources:
-        for period in _periods(source):
-            planned = _plan(source, period)
-            if planned is None:
+        for period in periods(source):
+            planned = plan(source, period, store)
+            if planned is None or _is_older(store, planned):
                 continue
-            shown[(source.export_name, period)] = planned.delivery_id
-            if store.has_delivery(source.export_name, period, planned.delivery_id):
-                store.verify(source.export_name, period, planned.delivery_id)
+            key = (source.export_name, planned.period)
+            shown[key] = planned.delivery_id
+            if store.has_delivery(*key, planned.delivery_id):
+                store.verify(*key, planned.delivery_id)
+            elif planned.known:
+                raise InputError(f"{planned.where}: raw/ was modified: its delivery is missing")
             else:
-                for _name, file in planned.files:
-                    _validate(source, file, period, config)
-                to_copy.append(planned)
+                staged.append(_stage(planned, staging / f"{len(staged):04d}", config))
     kept = [key for key in store.periods() if key not in shown]
     kept_ids = {key: store.current_delivery_id(*key) for key in kept}
     for (export, period), delivery_id in kept_ids.items():
@@ -128,14 +83,31 @@ def ingest_aws_exports(config: Config) -> list[Delivery]:
             store.verify(export, period, delivery_id, full=False)
 
     new = set()
-    for planned in to_copy:
-        _copy(store, planned)
-        store.set_current(planned.source.export_name, planned.period, planned.delivery_id)
-        new.add((planned.source.export_name, planned.period))
+    for item in staged:
+        planned = item.planned
+        export = planned.source.export_name
+        record = {
+            "source_location": planned.source.location,
+            "execution_id": planned.execution_id,
+            "delivered_at": planned.delivered_at.isoformat() if planned.delivered_at else None,
+            "manifest": None,
+            "manifest_source": None,
+        }
+        if planned.manifest is not None:
+            key, file, _content = planned.manifest
+            record["manifest"] = Path(key).name
+            record["manifest_source"] = {"key": key, "etag": file.etag, "size": file.size}
+        store.commit(
+            export, planned.period, planned.delivery_id, item.folder, item.files,
+            item.converted, record,
+        )  # fmt: skip
+        store.set_current(export, planned.period, planned.delivery_id)
+        new.add((export, planned.period))
     # What the source shows now is current (a no-op when it already is), so a run that crashed
-    # between copying a delivery and switching to it recovers on the next run.
+    # between storing a delivery and switching to it recovers on the next run.
     for (export, period), delivery_id in shown.items():
         store.set_current(export, period, delivery_id)
+    store.prune(config.raw_retention_days)
 
     current = {**{key: value for key, value in kept_ids.items() if value}, **shown}
     return [
@@ -144,196 +116,154 @@ def ingest_aws_exports(config: Config) -> list[Delivery]:
     ]
 
 
-def _open_sources(locations: tuple[str, ...]) -> list[ExportSource]:
+def open_sources(config: Config) -> list[ExportSource]:
+    """One source per aws.exports entry: a local folder or s3://bucket/prefix/export-name."""
     sources: list[ExportSource] = []
     names: dict[str, str] = {}
-    for location in locations:
-        if "://" in location:
-            name = location.rstrip("/").rsplit("/", 1)[-1]
-            scheme = location.split("://", 1)[0]
-            what = "S3 ingest is" if scheme == "s3" else f"reading {scheme}:// locations is"
+    for location in config.aws_exports:
+        source = _open_source(location, config)
+        if source.export_name in names:
             raise InputError(
-                f"{location}: {what} not available in this version; copy the export to a "
-                f"local folder (for example `aws s3 sync {location} ./exports/{name}`) and list "
-                "that folder in aws.exports"
+                f"{location}: has the same export name {source.export_name!r} as "
+                f"{names[source.export_name]}; both would be stored in "
+                f"raw/aws/{source.export_name}/, so rename one of the folders"
             )
-        root = Path(location)
-        if not root.is_dir():
-            raise InputError(
-                f"{location}: no such folder; aws.exports must name a local copy of a CUR 2.0 "
-                "export (the folder that holds data/ and metadata/)"
-            )
-        if not (root / "data").is_dir() and not (root / "metadata").is_dir():
-            raise InputError(
-                f"{location}: not a CUR 2.0 export folder (no data/BILLING_PERIOD=YYYY-MM/ "
-                "inside); point aws.exports at the export's own folder, <prefix>/<export-name>"
-            )
-        if root.name in names:
-            raise InputError(
-                f"{location}: has the same export name {root.name!r} as {names[root.name]}; "
-                f"both would be stored in raw/aws/{root.name}/, so rename one of the folders"
-            )
-        names[root.name] = location
-        sources.append(LocalExportSource(root))
+        names[source.export_name] = location
+        sources.append(source)
     return sources
 
 
-def _periods(source: ExportSource) -> list[str]:
-    found: set[str] = set()
-    skipped: set[str] = set()
-    for top in ("data/", "metadata/"):
-        for file in source.list_files(top):
-            parts = PurePosixPath(file.key).parts
-            if len(parts) < 3:
-                continue
-            match = _PERIOD_DIR.match(parts[1])
-            if match:
-                found.add(match.group(1))
-            elif parts[1].startswith("BILLING_PERIOD="):
-                skipped.add(f"{parts[0]}/{parts[1]}")
-    for folder in sorted(skipped):
-        log.warning("%s: not a BILLING_PERIOD=YYYY-MM folder; skipped", source.describe(folder))
-    return sorted(found)
+def _open_source(location: str, config: Config) -> ExportSource:
+    if location.startswith("s3://"):
+        from pipeline.ingest.s3_source import S3ExportSource  # boto3 only when S3 is used
 
-
-def _plan(source: ExportSource, period: str) -> _Planned | None:
-    manifest_key = _manifest_key(source, period)
-    data_prefix = f"data/BILLING_PERIOD={period}/"
-    if manifest_key is None:
-        return _plan_without_manifest(source, period, data_prefix)
-    where = source.describe(manifest_key)
-    with source.open(manifest_key) as handle:
-        content = handle.read()
-    manifest = parse_manifest(content.decode("utf-8", errors="replace"), where)
-    if manifest.billing_period != period:
-        raise InputError(
-            f"{where}: the manifest is for billing period {manifest.billing_period} but lies "
-            f"under BILLING_PERIOD={period}; re-copy the export exactly as AWS delivered it"
+        return S3ExportSource(
+            location, endpoint_url=config.aws_endpoint_url, region=config.aws_region
         )
-    files = []
-    for entry in manifest.data_files:
-        key = _local_key(entry)
-        if not key.startswith(data_prefix):
-            raise InputError(
-                f"{where}: lists {entry}, which is not under {data_prefix}; a delivery holds "
-                "exactly one billing period, so re-copy the export as AWS delivered it"
-            )
-        file = source.stat(key)
-        if file is None:
-            raise InputError(
-                f"{where}: lists {entry}, but {source.describe(key)} does not exist; copy the "
-                "whole export again (every file the manifest lists) or wait until AWS has "
-                "finished delivering it"
-            )
-        files.append((key[len(data_prefix) :], file))
-    execution = manifest.execution_id
-    delivery_id = (
-        _SAFE_ID.sub("-", execution) if execution else hashlib.sha256(content).hexdigest()[:16]
-    )
-    manifest_file = (PurePosixPath(manifest_key).name, content)
-    return _Planned(source, period, delivery_id, execution, tuple(files), manifest_file, {})
-
-
-def _manifest_key(source: ExportSource, period: str) -> str | None:
-    prefix = f"metadata/BILLING_PERIOD={period}/"
-    candidates = [f.key for f in source.list_files(prefix) if f.key.endswith(_MANIFEST_SUFFIX)]
-    top = [key for key in candidates if "/" not in key[len(prefix) :]]
-    if len(top) > 1:
+    if "://" in location:
+        scheme = location.split("://", 1)[0]
         raise InputError(
-            f"{source.describe(prefix)}: several manifests ({', '.join(top)}); an export folder "
-            "holds one export, so move the other exports to folders of their own"
+            f"{location}: reading {scheme}:// locations is not supported; list an s3:// URI "
+            "or a local copy of the export in aws.exports"
         )
-    if top:
-        return top[0]
-    nested = _newest_create_new(candidates, prefix)
-    return nested[0] if nested else None
+    root = Path(location)
+    if not root.is_dir():
+        raise InputError(
+            f"{location}: no such folder; aws.exports must name a local copy of a CUR export "
+            "(the folder that holds data/ and metadata/) or an s3://bucket/prefix/export URI"
+        )
+    if not any(child.is_dir() for child in root.iterdir()):
+        raise InputError(
+            f"{location}: not a CUR 2.0 export folder (no data/BILLING_PERIOD=YYYY-MM/ "
+            "inside); point aws.exports at the export's own folder, <prefix>/<export-name>"
+        )
+    return LocalExportSource(root)
 
 
-def _plan_without_manifest(source: ExportSource, period: str, data_prefix: str) -> _Planned | None:
-    listed = source.list_files(data_prefix)
-    chosen = _newest_create_new([f.key for f in listed], data_prefix)
-    keys = set(chosen) if chosen else {f.key for f in listed}
-    files = [f for f in listed if f.key in keys and not PurePosixPath(f.key).name.startswith(".")]
-    parquet = [f for f in files if f.key.endswith(".parquet")]
-    folder = source.describe(data_prefix)
-    if not parquet:
-        if files:
-            raise InputError(
-                f"{source.describe(files[0].key)}: not a Parquet file (no .parquet files in "
-                f"{folder}); {PARQUET_HINT}"
-            )
-        return None
-    if chosen:
-        folder = source.describe(str(PurePosixPath(chosen[0]).parent))
+def _is_older(store: RawStore, planned: Planned) -> bool:
+    """A delivery older than the period's current one is never applied over it."""
+    export = planned.source.export_name
+    current = store.current_delivery_id(export, planned.period)
+    if current is None or current == planned.delivery_id or planned.delivered_at is None:
+        return False
+    current_at = store.delivered_at(export, planned.period, current)
+    if current_at is None or planned.delivered_at >= current_at:
+        return False
     log.warning(
-        "%s: no manifest under metadata/BILLING_PERIOD=%s/; reading its %d Parquet file(s) "
-        "without one, so the delivery may be incomplete",
-        folder,
-        period,
-        len(parquet),
+        "%s: delivery %s (delivered %s) is older than the current delivery %s of %s "
+        "(delivered %s); ignored, the newer one stays current",
+        planned.where,
+        planned.delivery_id,
+        planned.delivered_at.isoformat(),
+        current,
+        planned.period,
+        current_at.isoformat(),
     )
-    sha256 = {}
-    for file in parquet:
-        with source.open(file.key) as handle:
-            sha256[file.key] = sha256_stream(handle)
-    named = [(f.key[len(data_prefix) :], f) for f in parquet]
-    listing = sorted([name, f.size, sha256[f.key]] for name, f in named)
-    digest = hashlib.sha256(json.dumps(listing).encode()).hexdigest()[:16]
-    return _Planned(source, period, digest, None, tuple(named), None, sha256)
+    return True
 
 
-def _newest_create_new(keys: list[str], prefix: str) -> list[str]:
-    """The keys inside the newest <timestamp>-<execution-id>/ folder below prefix, if any."""
-    groups: dict[str, list[str]] = {}
-    for key in keys:
-        parts = key[len(prefix) :].split("/")
-        if len(parts) > 1 and _CREATE_NEW_DIR.match(parts[0]):
-            groups.setdefault(parts[0], []).append(key)
-    return groups[max(groups)] if groups else []
-
-
-def _local_key(entry: str) -> str:
-    """Map a listed file (s3://bucket/prefix/<export>/data/... or a key) onto the export root."""
-    path = entry.split("://", 1)[1].split("/", 1)[-1] if "://" in entry else entry
-    parts = [part for part in path.split("/") if part]
-    if ".." in parts:
-        raise InputError(f"{entry}: a manifest entry must not contain '..'")
-    # The prefix may itself contain a "data" folder: use the one just above BILLING_PERIOD=.
-    starts = [i for i, part in enumerate(parts[:-1]) if part == "data"]
-    partitioned = [i for i in starts if parts[i + 1].startswith("BILLING_PERIOD=")]
-    start = (partitioned or starts or [0])[-1]
-    return "/".join(parts[start:])
-
-
-def _validate(source: ExportSource, file: SourceFile, period: str, config: Config) -> None:
-    """Check one data file from its Parquet footer only: format, columns, types, period."""
-    where = source.describe(file.key)
-    with source.open(file.key) as handle:
-        check_magic(handle, file.size, where)
-        try:
-            parquet = pq.ParquetFile(handle)
-            schema = parquet.schema_arrow
-        except (pa.ArrowException, OSError) as error:
-            raise InputError(
-                f"{where}: not a Parquet file (its footer cannot be read: {error}); "
-                f"{PARQUET_HINT}; if it is Parquet, the copy is damaged, so copy it again"
-            ) from error
-        check_columns(schema, where, config)
-        check_period(parquet.metadata, where, period)
-
-
-def _copy(store: RawStore, planned: _Planned) -> None:
+def _stage(planned: Planned, folder: Path, config: Config) -> _Staged:
+    """Download every file of a delivery, check it, and convert CSV and legacy CUR to Parquet."""
     source = planned.source
-    staged = [
-        StagedFile(
-            name=name,
-            source=source.describe(file.key),
-            copy_to=lambda target, key=file.key: source.copy_to(key, target),
-            expected_sha256=planned.sha256.get(file.key),
+    folder.mkdir(parents=True)
+    files: list[dict[str, object]] = []
+    parquet: list[tuple[Path, str]] = []
+    to_convert: list[tuple[Path, Path, str]] = []
+    for name, file in planned.files:
+        target = folder / safe_name(name)
+        if not target.resolve().is_relative_to(folder.resolve()):
+            raise InputError(f"{source.describe(file.key)}: not a safe file name for raw/")
+        where = source.describe(file.key)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        source.download(file, target)
+        size = target.stat().st_size
+        if size != file.size:
+            raise InputError(
+                f"{where}: downloaded {size} bytes, but the object has {file.size} bytes; "
+                "the delivery changed while it was read: run again"
+            )
+        # Without a manifest the id is made of sha256 sums: the copy must still match.
+        local = isinstance(source, LocalExportSource) and planned.manifest is None
+        if local and sha256_file(target) != source.fingerprint(file):
+            raise InputError(
+                f"{where}: the file changed while it was being ingested; "
+                "run again once the export has finished writing"
+            )
+        files.append({"name": name, "source": where, "etag": file.etag})
+        if name.endswith(".parquet"):
+            check_magic_file(target, where)
+        if needs_conversion(target):
+            converted = Path(CONVERTED) / f"{name.rsplit('.', 2)[0]}.parquet"
+            converted_path = folder / safe_name(converted.as_posix())
+            converted_path.parent.mkdir(parents=True, exist_ok=True)
+            to_convert.append((target, converted_path, where))
+        else:
+            _check_parquet(target, where, planned.period, config)
+            parquet.append((target, where))
+
+    def check(schema: pa.Schema, where: str) -> None:
+        check_columns(schema, where, config)
+
+    results = convert_all(to_convert, check)
+    converted_entries: list[dict[str, object]] = []
+    for (original, _target, where), result in zip(to_convert, results, strict=True):
+        check_period(pq.read_metadata(result.path), where, planned.period)
+        note_extra_columns(list(result.extras), where)
+        converted_entries.append(
+            {"name": result.path.relative_to(folder).as_posix(), "from": original.name}
         )
-        for name, file in planned.files
-    ]
-    record = {"source_location": source.location, "execution_id": planned.execution_id}
-    store.write_delivery(
-        source.export_name, planned.period, planned.delivery_id, staged, record, planned.manifest
-    )
+    if to_convert and parquet:
+        raise InputError(
+            f"{planned.where}: the delivery mixes Parquet and CSV (or legacy CUR) files; a "
+            "delivery holds one format, so re-deliver it"
+        )
+    data_files = [result.path for result in results] or [path for path, _ in parquet]
+    check_delivery(data_files, planned.where, planned.period, config)
+    if planned.manifest is not None:
+        key, _file, content = planned.manifest
+        if content is not None:
+            (folder / safe_name(Path(key).name)).write_bytes(content)
+    return _Staged(planned, folder, files, converted_entries)
+
+
+def check_magic_file(path: Path, where: str) -> None:
+    """A .parquet file must be whole Parquet (magic bytes at both ends)."""
+    with path.open("rb") as handle:
+        check_magic(handle, path.stat().st_size, where)
+
+
+def _check_parquet(path: Path, where: str, period: str, config: Config) -> None:
+    """Check one CUR 2.0 Parquet file from its footer only: format, columns, types, period."""
+    if file_format(path) != "parquet":
+        check_magic_file(path, where)
+    try:
+        parquet = pq.ParquetFile(path)
+        schema = parquet.schema_arrow
+    except (pa.ArrowException, OSError) as error:
+        raise InputError(
+            f"{where}: not a Parquet file (its footer cannot be read: {error}); "
+            "if it is Parquet, the copy is damaged or truncated, so copy it again"
+        ) from error
+    check_columns(schema, where, config)
+    check_period(parquet.metadata, where, period)
+    note_extra_columns(list(schema.names), where)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -40,6 +40,10 @@ class CurManifest:
     execution_id: str | None
     data_files: tuple[str, ...]  # as listed: s3:// URIs or keys relative to the export root
     columns: tuple[str, ...]
+    # Sizes in bytes, when an entry states one ({"key": ..., "size": N}); Data Exports
+    # manifests list bare URIs, so this is usually empty and sizes come from the S3 listing.
+    sizes: dict[str, int] = field(default_factory=dict)
+    legacy: bool = False  # a legacy CUR <report>-Manifest.json (reportKeys, assemblyId)
 
 
 def parse_manifest(text: str, source: str) -> CurManifest:
@@ -64,6 +68,13 @@ def parse_manifest(text: str, source: str) -> CurManifest:
             "s3:// URIs); re-deliver the export or remove the broken manifest"
         )
     data_files = tuple(dict.fromkeys(_file_name(item, source) for item in files))
+    sizes = {
+        _file_name(item, source): item[key]
+        for item in files
+        if isinstance(item, dict)
+        for key in ("size", "sizeInBytes", "contentLength")
+        if isinstance(item.get(key), int) and not isinstance(item.get(key), bool)
+    }
 
     columns_raw = _first(data, "columns") or []
     if not isinstance(columns_raw, list):
@@ -79,6 +90,8 @@ def parse_manifest(text: str, source: str) -> CurManifest:
         execution_id=str(execution) if execution else None,
         data_files=data_files,
         columns=columns,
+        sizes=sizes,
+        legacy="reportKeys" in data and "dataFiles" not in data,
     )
 
 

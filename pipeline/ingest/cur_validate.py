@@ -1,10 +1,13 @@
-"""Checks of one CUR 2.0 Parquet data file, read from its footer only: format, columns, period."""
+"""Checks of CUR data: a Parquet file from its footer, then a delivery's currency and grain."""
 
 from __future__ import annotations
 
+import logging
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import BinaryIO
 
+import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -13,9 +16,11 @@ from pipeline.errors import InputError
 from schemas import aws_cur2
 
 PARQUET_HINT = (
-    "CUR 2.0 exports must use Format=PARQUET (Compression=PARQUET) in the export's S3 delivery "
-    "options; gzip CSV exports are not supported yet"
+    "CUR 2.0 exports must use Format=PARQUET (Compression=PARQUET), whose files end in "
+    ".parquet, or Format=TEXT_OR_CSV with Compression=GZIP, whose files end in .csv.gz"
 )
+log = logging.getLogger("runcost")
+_CONTRACT = {name for name, _kind in aws_cur2.ALL_COLUMNS}
 REWRITTEN_HINT = "use the files exactly as AWS delivered them, not a copy rewritten by a tool"
 
 
@@ -105,3 +110,67 @@ def _month(value: object) -> str:
     if isinstance(value, datetime):
         return (value.astimezone(UTC) if value.tzinfo else value).strftime("%Y-%m")
     return str(value)[:7]
+
+
+def note_extra_columns(names: list[str], where: str) -> None:
+    """Columns runcost does not know stay in raw/ and are not read; say which they are."""
+    extras = [name for name in names if name not in _CONTRACT]
+    if extras:
+        log.warning(
+            "%s: %d column(s) runcost does not read (kept in raw/, ignored downstream): %s",
+            where,
+            len(extras),
+            ", ".join(extras),
+        )
+
+
+def check_delivery(files: list[Path], where: str, period: str, config: Config) -> None:
+    """Refuse a delivery billed in several currencies; warn when its lines are daily."""
+    if not files:
+        return
+    listed = "[" + ", ".join("'" + str(path).replace("'", "''") + "'" for path in files) + "]"
+    con = duckdb.connect()
+    try:
+        con.execute("set TimeZone = 'UTC'")
+        names = {
+            row[0]
+            for row in con.execute(
+                f"select name from parquet_schema({listed}) where name is not null"
+            ).fetchall()
+        }
+        source = f"read_parquet({listed}, union_by_name = true)"
+        if "line_item_currency_code" in names:
+            currencies = [
+                row[0]
+                for row in con.execute(
+                    f"select distinct coalesce(line_item_currency_code, '') from {source} "
+                    "order by 1"
+                ).fetchall()
+            ]
+            if len(currencies) > 1:
+                raise InputError(
+                    f"{where}: billing period {period} has lines in several currencies "
+                    f"({', '.join(repr(c) for c in currencies)} in line_item_currency_code); "
+                    "runcost does not convert between currencies (conversions are not "
+                    "supported), so each billing period of an export must be in one currency: "
+                    "use one export per payer account and currency"
+                )
+        if (
+            config.resource_time
+            and {"line_item_usage_start_date", "line_item_usage_end_date"} <= names
+        ):
+            hourly, daily = con.execute(
+                "select count(*) filter (where w <= interval 1 hour), "
+                "count(*) filter (where w = interval 24 hour) from (select "
+                "line_item_usage_end_date - line_item_usage_start_date as w from "
+                f"{source})"
+            ).fetchone()
+            if hourly == 0 and daily > 0:
+                log.warning(
+                    "%s: its lines cover whole days (a DAILY export): resource and time "
+                    "attribution cannot place a day's cost on the attempts that ran in it, so "
+                    "only tags can attribute it; set TIME_GRANULARITY=HOURLY in the export",
+                    where,
+                )
+    finally:
+        con.close()

@@ -9,9 +9,8 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path, PurePosixPath
 from typing import Any, BinaryIO
 
@@ -39,16 +38,6 @@ class Delivery:
     folder: Path
     files: tuple[Path, ...]  # absolute paths of the data files in raw/
     new: bool  # ingested by this call
-
-
-@dataclass(frozen=True)
-class StagedFile:
-    """A data file to copy into a new delivery: its name there and how to write its bytes."""
-
-    name: str  # posix path relative to the delivery folder
-    source: str  # where it came from (recorded in delivery.json)
-    copy_to: Callable[[Path], None]
-    expected_sha256: str | None = None  # when known, the copy must match it
 
 
 def sha256_stream(handle: BinaryIO) -> str:
@@ -100,7 +89,8 @@ class RawStore:
     def verify(self, export: str, period: str, delivery_id: str, *, full: bool = True) -> None:
         """Check a stored delivery against its delivery.json (sha256 when ``full``, else sizes)."""
         folder = self.delivery_folder(export, period, delivery_id)
-        for entry in self._record(folder)["files"]:
+        record = self._record(folder)
+        for entry in [*record["files"], *(record.get("converted") or [])]:
             path = folder / entry["name"]
             if not path.is_file():
                 problem = "is missing"
@@ -117,47 +107,87 @@ class RawStore:
                 "this delivery, so it is copied afresh"
             )
 
-    def write_delivery(
+    def commit(
         self,
         export: str,
         period: str,
         delivery_id: str,
-        files: list[StagedFile],
+        staged: Path,
+        files: list[dict[str, Any]],
+        converted: list[dict[str, Any]],
         record: dict[str, Any],
-        manifest: tuple[str, bytes] | None = None,
     ) -> Path:
-        """Copy a delivery into a temp folder beside its place, then rename it into place."""
+        """Record a fully staged delivery folder in delivery.json, then rename it into place.
+
+        ``files`` hold name (relative to ``staged``), source, etag; ``converted`` hold name and
+        the original it came from. Sizes, sha256 sums and row counts are computed here.
+        """
         final = self.delivery_folder(export, period, delivery_id)
         final.parent.mkdir(parents=True, exist_ok=True)
         self._drop_stale_temp(final.parent)
-        temp = Path(tempfile.mkdtemp(prefix=f"{_TMP_PREFIX}{final.name}-", dir=final.parent))
+        body = {
+            **record,
+            "provider": self.provider,
+            "export": export,
+            "billing_period": period,
+            "delivery_id": delivery_id,
+            "ingested_at": datetime.now(UTC).isoformat(timespec="seconds"),
+            "files": [_entry(staged, item) for item in files],
+            "converted": [_entry(staged, item) for item in converted],
+        }
+        write_json_atomic(staged / DELIVERY_FILE, body)
         try:
-            entries = [self._copy(temp, staged) for staged in files]
-            body = {
-                **record,
-                "provider": self.provider,
-                "export": export,
-                "billing_period": period,
-                "delivery_id": delivery_id,
-                "ingested_at": datetime.now(UTC).isoformat(timespec="seconds"),
-                "manifest": None,
-                "files": entries,
-            }
-            if manifest is not None:
-                name, content = manifest
-                (temp / _safe_name(name)).write_bytes(content)
-                body["manifest"] = name
-            write_json_atomic(temp / DELIVERY_FILE, body)
-            try:
-                os.replace(temp, final)
-            except OSError:
-                if not (final / DELIVERY_FILE).is_file():
-                    raise
-                shutil.rmtree(temp, ignore_errors=True)  # another run stored it first
-        except BaseException:
-            shutil.rmtree(temp, ignore_errors=True)
-            raise
+            os.replace(staged, final)
+        except OSError:
+            if not (final / DELIVERY_FILE).is_file():
+                raise
+            shutil.rmtree(staged, ignore_errors=True)  # another run stored it first
         return final
+
+    def find_by_manifest(
+        self, export: str, period: str, key: str, etag: str | None, size: int
+    ) -> str | None:
+        """The stored delivery whose manifest had this key, ETag and size (no download needed)."""
+        if etag is None:
+            return None
+        for folder in sorted(self.period_folder(export, period).glob("delivery=*")):
+            if not (folder / DELIVERY_FILE).is_file():
+                continue
+            stored = self._record(folder).get("manifest_source") or {}
+            if (stored.get("key"), stored.get("etag"), stored.get("size")) == (key, etag, size):
+                return folder.name.split("=", 1)[1]
+        return None
+
+    def delivered_at(self, export: str, period: str, delivery_id: str) -> datetime | None:
+        """When AWS delivered a stored delivery (manifest time or create-new folder time)."""
+        folder = self.delivery_folder(export, period, delivery_id)
+        if not (folder / DELIVERY_FILE).is_file():
+            return None
+        value = self._record(folder).get("delivered_at")
+        return datetime.fromisoformat(value) if isinstance(value, str) else None
+
+    def prune(self, retention_days: int, now: datetime | None = None) -> list[Path]:
+        """Delete superseded deliveries superseded more than retention_days ago; never current."""
+        cutoff = (now or datetime.now(UTC)) - timedelta(days=retention_days)
+        removed = []
+        for export, period in self.periods():
+            current = self.current_id(export, period)
+            if current is None:
+                continue
+            path = self.period_folder(export, period) / CURRENT_FILE
+            superseded = _read_json(path).get("superseded", {})
+            for folder in sorted(self.period_folder(export, period).glob("delivery=*")):
+                delivery_id = folder.name.split("=", 1)[1]
+                if delivery_id == current or not folder.is_dir():
+                    continue
+                since = superseded.get(delivery_id)
+                if since is None and (folder / DELIVERY_FILE).is_file():
+                    since = self._record(folder).get("ingested_at")
+                if since is not None and datetime.fromisoformat(since) <= cutoff:
+                    shutil.rmtree(folder)
+                    removed.append(folder)
+                    log.info("%s: superseded on %s; removed (raw_retention_days)", folder, since)
+        return removed
 
     def current_id(self, export: str, period: str) -> str | None:
         path = self.period_folder(export, period) / CURRENT_FILE
@@ -170,15 +200,22 @@ class RawStore:
         previous = self.current_id(export, period)
         if previous == delivery_id:
             return
+        path = self.period_folder(export, period) / CURRENT_FILE
+        now = datetime.now(UTC).isoformat(timespec="seconds")
+        superseded = dict(_read_json(path).get("superseded", {})) if path.is_file() else {}
+        if previous is not None:
+            superseded[previous] = now
+        superseded.pop(delivery_id, None)
         body = {
             "provider": self.provider,
             "export": export,
             "billing_period": period,
             "delivery_id": delivery_id,
             "replaces": previous,
-            "updated_at": datetime.now(UTC).isoformat(timespec="seconds"),
+            "updated_at": now,
+            "superseded": superseded,
         }
-        write_json_atomic(self.period_folder(export, period) / CURRENT_FILE, body)
+        write_json_atomic(path, body)
 
     def periods(self) -> list[tuple[str, str]]:
         """Every (export, billing period) that has a folder in raw/, sorted."""
@@ -223,7 +260,9 @@ class RawStore:
             billing_period=period,
             delivery_id=delivery_id,
             folder=folder,
-            files=tuple(folder / entry["name"] for entry in record["files"]),
+            files=tuple(
+                folder / entry["name"] for entry in (record.get("converted") or record["files"])
+            ),
             new=new,
         )
 
@@ -237,25 +276,6 @@ class RawStore:
             )
         return _read_json(path)
 
-    def _copy(self, temp: Path, staged: StagedFile) -> dict[str, Any]:
-        target = temp / _safe_name(staged.name)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        staged.copy_to(target)
-        digest = sha256_file(target)
-        if staged.expected_sha256 is not None and digest != staged.expected_sha256:
-            raise InputError(
-                f"{staged.source}: the file changed while it was being ingested; "
-                "run again once the export has finished writing"
-            )
-        rows = pq.read_metadata(target).num_rows if target.suffix == ".parquet" else None
-        return {
-            "name": staged.name,
-            "source": staged.source,
-            "size": target.stat().st_size,
-            "sha256": digest,
-            "rows": rows,
-        }
-
     @staticmethod
     def _drop_stale_temp(folder: Path) -> None:
         # Leftovers of a crashed run; young ones may belong to a run still copying.
@@ -268,7 +288,14 @@ class RawStore:
                     path.unlink(missing_ok=True)
 
 
-def _safe_name(name: str) -> str:
+def _entry(folder: Path, item: dict[str, Any]) -> dict[str, Any]:
+    path = folder / safe_name(item["name"])
+    rows = pq.read_metadata(path).num_rows if path.suffix == ".parquet" else None
+    return {**item, "size": path.stat().st_size, "sha256": sha256_file(path), "rows": rows}
+
+
+def safe_name(name: str) -> str:
+    """A relative posix name with no '..', '.' or empty parts (never lands outside its folder)."""
     parts = PurePosixPath(name).parts
     if not parts or name.startswith("/") or any(part in ("", ".", "..") for part in parts):
         raise InputError(f"{name}: not a safe relative file name for raw/")

@@ -7,7 +7,8 @@ import uuid
 from pathlib import Path
 
 from pipeline.scenario.cur_writer import write_cur_delivery
-from pipeline.scenario.oracle import OraclePool, compute, write_expected
+from pipeline.scenario.expected import write_expected
+from pipeline.scenario.oracle import OraclePool, compute
 from pipeline.scenario.telemetry_writer import write_telemetry
 from pipeline.scenario.world import build_world
 
@@ -84,7 +85,9 @@ def write_scenario(out_dir: Path, seed: int = 7) -> Path:
         world.lines,
         execution_id=execution_id(seed),
     )
-    write_telemetry(out_dir / "telemetry", world.attempts, world.resources, world.experiments)
+    write_telemetry(
+        out_dir / "telemetry", world.attempts, world.resources, world.experiments, world.events
+    )
     expectation = compute(
         world.lines,
         world.attempts,

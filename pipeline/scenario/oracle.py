@@ -2,24 +2,23 @@
 
 from __future__ import annotations
 
-import csv
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import ROUND_HALF_EVEN, Decimal
 from fractions import Fraction
-from pathlib import Path
 
 from pipeline.scenario.cur_writer import CurLine, Money, money, period_bounds
 from pipeline.scenario.telemetry_writer import (
-    FAILED_STATUSES,
     Attempt,
     AttemptResource,
     Experiment,
 )
 
 BASES = ("billed_cost", "effective_cost", "list_cost", "net_cost")
+SPLIT_OPERATIONS = ("EKSPod-EC2", "ECSTask-EC2")  # split rows re-split instance rows: never billed
+INSTANCE_LINE_TYPES = ("Usage", "DiscountedUsage", "SavingsPlanCoveredUsage", "SavingsPlanNegation")
 MODELS = ("fully_loaded", "marginal")
 PLACES = Decimal("0.0000000001")
 ZERO = Decimal(0)
@@ -53,6 +52,8 @@ class Expectation:
     attempt_costs: dict[tuple[str, str], dict[str, Decimal]] = field(default_factory=dict)
     experiment_only: dict[tuple[str, str], dict[str, Decimal]] = field(default_factory=dict)
     pooled: dict[str, Decimal] = field(default_factory=lambda: dict.fromkeys(BASES, ZERO))
+    # (attempt_id, experiment_id, method) -> basis -> amount, for split_cost and split_unused
+    split_slices: dict[tuple[str, str, str], dict[str, Decimal]] = field(default_factory=dict)
     bill_totals: dict[str, dict[str, Decimal]] = field(default_factory=dict)
 
 
@@ -111,6 +112,18 @@ def _overlap(start: datetime | None, end: datetime | None, lo: datetime, hi: dat
     return _seconds(max(start, lo), min(end or hi, hi))
 
 
+@dataclass
+class SplitGroups:
+    """An instance-hour's pods: (attempt_id, experiment_id) -> (split cost, unused cost) of the
+    placed ones, the split + unused cost of the pods no tag places, and the hour's total."""
+
+    placed: dict[tuple[str | None, str | None], tuple[Fraction, Fraction]] = field(
+        default_factory=dict
+    )
+    unplaced: Fraction = Fraction(0)
+    total: Fraction = Fraction(0)
+
+
 class Attributor:
     """Rules 1-4 of the brief: tag, experiment tag, resource+time, else unattributed."""
 
@@ -131,16 +144,55 @@ class Attributor:
         self.held: dict[str, list[AttemptResource]] = defaultdict(list)
         for row in resources:
             self.held[row.resource_id].append(row)
+        # (parent instance, start, end) -> pod -> [tags, split cost, unused cost]
+        self.pods: dict[tuple, dict[str, list]] = defaultdict(dict)
 
-    def parts(self, line: CurLine) -> list[Part]:
-        tags = line.resource_tags
+    def add_split_row(self, line: CurLine) -> None:
+        """Remember one split row (a pod's vCPU, GB or accelerator share of an instance-hour)."""
+        parent = line.columns.get("split_line_item_parent_resource_id") or ""
+        if not parent:
+            return
+        pod = self.pods[parent, line.usage_start, line.usage_end].setdefault(
+            line.resource_id, [line.resource_tags, Fraction(0), Fraction(0)]
+        )
+        pod[1] += Fraction(money(line.columns.get("split_line_item_split_cost") or 0))
+        pod[2] += Fraction(money(line.columns.get("split_line_item_unused_cost") or 0))
+
+    def _tag_parts(self, tags: dict[str, str]) -> Part | None:
         attempt_tag = next((tags[k] for k in self.attempt_keys if tags.get(k)), None)
         if attempt_tag in self.attempts:
             experiment = self.attempts[attempt_tag].experiment_id
-            return [Part(Fraction(1), attempt_tag, experiment, "tag")]
+            return Part(Fraction(1), attempt_tag, experiment, "tag")
         experiment_tag = next((tags[k] for k in self.experiment_keys if tags.get(k)), None)
         if experiment_tag in self.experiments:
-            return [Part(Fraction(1), None, experiment_tag, "experiment_tag")]
+            return Part(Fraction(1), None, experiment_tag, "experiment_tag")
+        return None
+
+    def split_groups(self, line: CurLine) -> SplitGroups | None:
+        """The pods of an untagged instance line's hour, by attempt; None when split does not
+        apply (not an instance usage line, tagged, no pods, or no pod placed)."""
+        instance = line.line_item_type in INSTANCE_LINE_TYPES and line.instance_type
+        pods = self.pods.get((line.resource_id, line.usage_start, line.usage_end))
+        if not instance or not pods or self._tag_parts(line.resource_tags) is not None:
+            return None
+        groups = SplitGroups()
+        for tags, split_cost, unused_cost in pods.values():
+            part = self._tag_parts(tags)
+            groups.total += split_cost + unused_cost
+            if part is None:
+                groups.unplaced += split_cost + unused_cost
+                continue
+            key = (part.attempt_id, part.experiment_id)
+            split_sum, unused_sum = groups.placed.get(key, (Fraction(0), Fraction(0)))
+            groups.placed[key] = (split_sum + split_cost, unused_sum + unused_cost)
+        if groups.total <= 0 or groups.total == groups.unplaced:
+            return None
+        return groups
+
+    def parts(self, line: CurLine) -> list[Part]:
+        tagged = self._tag_parts(line.resource_tags)
+        if tagged is not None:
+            return [tagged]
         parts = self._resource_time(line) if line.resource_id else []
         rest = 1 - sum((part.share for part in parts), Fraction(0))
         return [*parts, Part(rest)] if rest else parts
@@ -210,6 +262,15 @@ def compute(
                 (*BASES, "estimated_cost"), ZERO
             )
     for line in lines:
+        if line.operation in SPLIT_OPERATIONS:
+            attributor.add_split_row(line)
+    for line in lines:
+        if line.operation in SPLIT_OPERATIONS:
+            continue
+        groups = attributor.split_groups(line)
+        if groups is not None:
+            _split_line(result, spreader, line, groups)
+            continue
         bases = cost_bases(line)
         totals = result.bill_totals.setdefault(line.billing_period, dict.fromkeys(BASES, ZERO))
         parts = attributor.parts(line)
@@ -222,6 +283,67 @@ def compute(
                 if part.attempt_id is None and part.experiment_id is None:
                     spreader.spread(result, line, basis, piece)
     return result
+
+
+def _rank(item: tuple[tuple[str | None, str | None], Fraction]) -> tuple:
+    """SQL's slice order: weight descending, then attempt_id and experiment_id, NULLs last."""
+    (attempt_id, experiment_id), weight = item
+    return (
+        -weight,
+        attempt_id is None,
+        attempt_id or "",
+        experiment_id is None,
+        experiment_id or "",
+    )
+
+
+def _slices(
+    amount: Decimal, weights: dict, total: Fraction, rest: Decimal | None
+) -> dict[tuple[str | None, str | None], Decimal]:
+    """amount * weight / total per key, rounded to 10 places; when rest is given, the first
+    slice in SQL's order takes rest - sum(others) so the slices sum exactly to rest."""
+    ordered = sorted(((key, weight) for key, weight in weights.items() if weight > 0), key=_rank)
+    slices = {key: _round(Fraction(amount) * weight / total) for key, weight in ordered}
+    if rest is not None and ordered:
+        first = ordered[0][0]
+        slices[first] = rest - (sum(slices.values(), ZERO) - slices[first])
+    return slices
+
+
+def _split_line(
+    result: Expectation, spreader: PoolSpreader, line: CurLine, groups: SplitGroups
+) -> None:
+    """An instance line split among its hour's pods: each placed pod's split cost share is
+    attributed (both models); in fully loaded each placed pod also takes its unused cost share,
+    and the part of pods no tag places goes to a pool or stays unallocated."""
+    split_weights = {key: split for key, (split, _) in groups.placed.items()}
+    unused_weights = {key: unused for key, (_, unused) in groups.placed.items()}
+    whole = sum(split_weights.values(), Fraction(0)) == groups.total
+    bases = cost_bases(line)
+    totals = result.bill_totals.setdefault(line.billing_period, dict.fromkeys(BASES, ZERO))
+    for basis, amount in bases.items():
+        totals[basis] += amount
+        attributed = _slices(amount, split_weights, groups.total, amount if whole else None)
+        rest = amount - sum(attributed.values(), ZERO)
+        idle = _slices(amount, unused_weights, groups.total, None if groups.unplaced else rest)
+        for key, piece in attributed.items():
+            part = Part(Fraction(0), key[0], key[1], "split_cost")
+            for model in MODELS:
+                _place(result, model, basis, part, piece)
+            _record_split(result, key, "split_cost", basis, piece)
+        for key, piece in idle.items():
+            _place(result, "fully_loaded", basis, Part(Fraction(0), key[0], key[1]), piece)
+            _record_split(result, key, "split_unused", basis, piece)
+        unplaced = rest - sum(idle.values(), ZERO)
+        if unplaced:
+            spreader.spread(result, line, basis, unplaced)
+
+
+def _record_split(result: Expectation, key: tuple, method: str, basis: str, piece: Decimal) -> None:
+    row = result.split_slices.setdefault(
+        (key[0] or "", key[1] or "", method), dict.fromkeys(BASES, ZERO)
+    )
+    row[basis] += piece
 
 
 def _place(result: Expectation, model: str, basis: str, part: Part, piece: Decimal) -> None:
@@ -273,65 +395,3 @@ class PoolSpreader:
         for (attempt_id, _), piece in zip(weights, slices, strict=True):
             result.attempt_costs[attempt_id, "fully_loaded"][basis] += piece
         result.pooled[basis] += amount
-
-
-def write_expected(
-    folder: Path,
-    expectation: Expectation,
-    attempts: list[Attempt],
-    experiments: list[Experiment],
-) -> None:
-    """Write attempt_costs.csv, experiment_costs.csv and bill_totals.csv (money to 10 places)."""
-    experiment_of = {attempt.attempt_id: attempt.experiment_id for attempt in attempts}
-    attempt_rows: list[dict[str, object]] = [
-        {"attempt_id": key[0], "experiment_id": experiment_of[key[0]], "allocation_model": key[1]}
-        | costs
-        for key, costs in sorted(expectation.attempt_costs.items())
-    ]
-    experiment_ids = sorted(
-        {attempt.experiment_id for attempt in attempts}
-        | {item.experiment_id for item in experiments}
-        | {experiment_id for experiment_id, _ in expectation.experiment_only}
-    )
-    experiment_rows = []
-    for experiment_id in experiment_ids:
-        members = [attempt for attempt in attempts if attempt.experiment_id == experiment_id]
-        failed = {attempt.attempt_id for attempt in members if attempt.status in FAILED_STATUSES}
-        for model in sorted(MODELS):
-            only = expectation.experiment_only.get((experiment_id, model), {})
-            costs = [expectation.attempt_costs[attempt.attempt_id, model] for attempt in members]
-            row: dict[str, object] = {
-                "experiment_id": experiment_id,
-                "allocation_model": model,
-                "attempts": len(members),
-                "failed_attempts": len(failed),
-            }
-            for basis in BASES:
-                row[basis] = sum((cost[basis] for cost in costs), ZERO) + only.get(basis, ZERO)
-            row["failed_attempt_cost"] = sum(
-                (expectation.attempt_costs[a, model]["effective_cost"] for a in sorted(failed)),
-                ZERO,
-            )
-            row["experiment_only_cost"] = only.get("effective_cost", ZERO)
-            experiment_rows.append(row)
-    bill_rows = [
-        {"billing_period": period, **totals}
-        for period, totals in sorted(expectation.bill_totals.items())
-    ]
-    folder.mkdir(parents=True, exist_ok=True)
-    _write_csv(folder / "attempt_costs.csv", attempt_rows)
-    _write_csv(folder / "experiment_costs.csv", experiment_rows)
-    _write_csv(folder / "bill_totals.csv", bill_rows)
-
-
-def _write_csv(path: Path, rows: list[dict[str, object]]) -> None:
-    with path.open("w", encoding="utf-8", newline="") as handle:
-        writer = csv.writer(handle, lineterminator="\n")
-        writer.writerow(list(rows[0]))
-        for row in rows:
-            writer.writerow(
-                [
-                    f"{value + 0:.10f}" if isinstance(value, Decimal) else value  # + 0: no -0
-                    for value in row.values()
-                ]
-            )

@@ -63,6 +63,18 @@ class Experiment:
     higher_is_better: bool
 
 
+@dataclass(frozen=True)
+class AttemptEvent:
+    """One row of attempt_events.csv: a checkpoint, the first step, an interruption."""
+
+    attempt_id: str
+    event_at: datetime
+    event_type: str
+    step: int | None = None
+    duration_s: float | None = None
+    details: str | None = None
+
+
 def iso(moment: datetime) -> str:
     """ISO 8601 in UTC with a trailing Z, as the telemetry contract writes timestamps."""
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -78,7 +90,10 @@ def _cell(value: object) -> str:
     return str(value)
 
 
-def write_rows(path: Path, rows: list[Attempt] | list[AttemptResource] | list[Experiment]) -> None:
+def write_rows(
+    path: Path,
+    rows: list[Attempt] | list[AttemptResource] | list[Experiment] | list[AttemptEvent],
+) -> None:
     """Write dataclass rows as CSV with a header named after the fields."""
     kind = type(rows[0])
     names = [item.name for item in fields(kind)]
@@ -95,8 +110,11 @@ def write_telemetry(
     attempts: list[Attempt],
     resources: list[AttemptResource],
     experiments: list[Experiment],
+    events: list[AttemptEvent] | None = None,
 ) -> None:
-    """Write attempts.csv, attempt_resources.csv and experiments.csv into folder."""
+    """Write attempts.csv, attempt_resources.csv, experiments.csv (and attempt_events.csv)."""
     write_rows(folder / "attempts.csv", attempts)
     write_rows(folder / "attempt_resources.csv", resources)
     write_rows(folder / "experiments.csv", experiments)
+    if events:
+        write_rows(folder / "attempt_events.csv", events)

@@ -1,16 +1,18 @@
-"""The demo world: four experiments, their attempts and resources, and the month billing them."""
+"""The demo world: five experiments, their attempts and resources, and the month billing them."""
 
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
 
 from pipeline.scenario import catalog
 from pipeline.scenario.billing import Bill, SavingsPlan, hours, utc
 from pipeline.scenario.cur_writer import CurLine, period_bounds
-from pipeline.scenario.telemetry_writer import Attempt, AttemptResource, Experiment
+from pipeline.scenario.eks import Pod, pod_rows
+from pipeline.scenario.oracle import cost_bases
+from pipeline.scenario.telemetry_writer import Attempt, AttemptEvent, AttemptResource, Experiment
 
 BILLING_PERIOD = "2026-10"
 INVOICE_ID = "2641876350"
@@ -35,6 +37,7 @@ RL = "i-0c3d9e8f7a6b50021"
 NLP, NLP_VOLUME = "i-0d4a2b6c8e1f30031", "vol-0d4a2b6c8e1f30032"
 DEV_BOX = "i-0e5f7a9b1c3d40041"
 SMOKE = "i-0f6e8d0c2b4a60051"
+EKS_NODE = "i-0a2b4c6d8e0f10061"  # an EKS p4d node shared by pods of two attempts
 
 
 @dataclass(frozen=True)
@@ -46,6 +49,7 @@ class World:
     attempts: list[Attempt]
     resources: list[AttemptResource]
     experiments: list[Experiment]
+    events: list[AttemptEvent] = field(default_factory=list)
 
 
 EXPERIMENTS = [
@@ -53,6 +57,7 @@ EXPERIMENTS = [
     Experiment("exp-vision-sweep", "perception", "top1_accuracy", 0.8, True),
     Experiment("exp-rl-agent", "agents", "mean_reward", 200.0, True),
     Experiment("exp-nlp-distill", "language", "eval_f1", 0.9, True),
+    Experiment("exp-eks-finetune", "foundation-models", "eval_loss", 1.5, False),
 ]
 
 
@@ -125,10 +130,39 @@ ATTEMPTS = [
     _attempt("att-nlp-01", "exp-nlp-distill", "g5.xlarge", "on_demand",
              (utc(7, 12, 50), utc(7, 13), utc(7, 17, 15)), "succeeded",
              metric=("eval_f1", 0.884)),
+    _attempt("att-eks-01", "exp-eks-finetune", "p4d.24xlarge", "on_demand",
+             (utc(8, 1, 55), utc(8, 2), utc(8, 5)), "succeeded", metric=("eval_loss", 1.41)),
+    _attempt("att-eks-02", "exp-eks-finetune", "p4d.24xlarge", "on_demand",
+             (utc(8, 1, 55), utc(8, 2), utc(8, 4)), "failed", config="cfg-lr3e-4",
+             failure="NCCL timeout"),
 ]  # fmt: skip
 
 
 ATTEMPTS_BY_ID = {attempt.attempt_id: attempt for attempt in ATTEMPTS}
+
+
+def _saves(attempt_id: str, day: int, hours_: range, seconds: float, steps: range) -> list:
+    """checkpoint_saved events on the hour, each blocking for `seconds`."""
+    return [
+        AttemptEvent(attempt_id, utc(day, hour), "checkpoint_saved", step, seconds)
+        for hour, step in zip(hours_, steps, strict=True)
+    ]
+
+
+# Checkpoint events (they move no cost): att-llm-01 times out an hour after its last save,
+# att-llm-02 restores that save, att-vis-02 is reclaimed half an hour after its last save.
+EVENTS = [
+    AttemptEvent("att-llm-01", utc(5, 8, 10), "first_step", 0),
+    *_saves("att-llm-01", 5, range(9, 14), 60.0, range(1000, 6000, 1000)),
+    AttemptEvent("att-llm-02", utc(6, 0, 4), "checkpoint_loaded", 5000, 120.0),
+    AttemptEvent("att-llm-02", utc(6, 0, 6), "first_step", 5000),
+    *_saves("att-llm-02", 6, range(1, 5), 60.0, range(6000, 10000, 1000)),
+    AttemptEvent("att-vis-01", utc(5, 9, 3), "first_step", 0),
+    *_saves("att-vis-01", 5, range(10, 12), 30.0, range(500, 1500, 500)),
+    AttemptEvent("att-vis-02", utc(5, 9, 3), "first_step", 0),
+    *_saves("att-vis-02", 5, range(10, 12), 30.0, range(500, 1500, 500)),
+    AttemptEvent("att-vis-02", utc(5, 11, 28), "interrupted", None, None, "spot reclaimed"),
+]
 
 
 def _resources() -> list[AttemptResource]:
@@ -150,6 +184,8 @@ def _resources() -> list[AttemptResource]:
         # no times: the join falls back to the attempt's own started_at / ended_at
         AttemptResource("att-nlp-01", NLP, "ec2_instance", None, None, 1),
         held("att-nlp-01", NLP_VOLUME, "ebs_volume"),
+        # the node is shared: its pods' split rows place it, before resource and time would
+        held("att-eks-01", EKS_NODE, "ec2_instance", 4),
     ]
 
 
@@ -185,6 +221,7 @@ def build_world(seed: int = 7) -> World:
     smoke_tags = {"user_attempt_id": "att-manual-smoke"}
     rates = spot("g5.xlarge", 2)
     bill.instance(SMOKE, "g5.xlarge", utc(6, 15), utc(6, 17), "us-east-1b", smoke_tags, rates)
+    _eks_node(bill)
     _llm_traffic(bill, rng)
     _vision_dataset(bill, rng)
     for hour, _ in hours(*period_bounds(BILLING_PERIOD)):
@@ -192,7 +229,9 @@ def build_world(seed: int = 7) -> World:
     bill.recurring_fees()
     bill.taxes(TAXED_PRODUCTS)
     lines = sorted(bill.lines, key=lambda line: (line.usage_start, line.usage_end))
-    return World(BILLING_PERIOD, lines, list(ATTEMPTS), _resources(), list(EXPERIMENTS))
+    return World(
+        BILLING_PERIOD, lines, list(ATTEMPTS), _resources(), list(EXPERIMENTS), list(EVENTS)
+    )
 
 
 def _ran(attempt: Attempt) -> tuple[datetime, datetime]:
@@ -203,6 +242,60 @@ def _ran(attempt: Attempt) -> tuple[datetime, datetime]:
 
 def _tags(attempt: Attempt) -> dict[str, str]:
     return {"user_attempt_id": attempt.attempt_id, "user_experiment_id": attempt.experiment_id}
+
+
+def _pod(attempt_id: str, name: str, gpus: int, cpus: str, memory: int) -> Pod:
+    attempt = ATTEMPTS_BY_ID[attempt_id]
+    labels = {
+        **_tags(attempt),
+        "aws_eks_cluster_name": CLUSTER,
+        "aws_eks_namespace": attempt.namespace,
+        "aws_eks_workload_type": "job",
+    }
+    arn = f"arn:aws:eks:{catalog.REGION}:{ACCOUNT}:pod/{CLUSTER}/{attempt.namespace}/{name}"
+    reserved = {"Accelerator": Decimal(gpus), "vCPU": Decimal(cpus), "GB": Decimal(memory)}
+    return Pod(arn, labels, reserved)
+
+
+def _eks_node(bill: Bill) -> None:
+    """An untagged EKS p4d node, Oct 8 02:00-05:00: pods of att-eks-01 (4 GPUs) and att-eks-02
+    (2 GPUs, until 04:00) and an unlabelled kube-system pod, with AWS's split rows per pod-hour."""
+    start, end = utc(8, 2), utc(8, 5)
+    bill.instance(EKS_NODE, "p4d.24xlarge", start, end, "us-east-1a")
+    node_lines = [line for line in bill.lines if line.resource_id == EKS_NODE]
+    first = _pod("att-eks-01", "trainer-0/7c1e2a90-5b1d-4e0f-9a51-0e6f7d8c1a01", 4, "40", 480)
+    second = _pod("att-eks-02", "trainer-0/3b8d4f12-9e6a-4c2b-8d17-5a4e3c2b1f02", 2, "20", 240)
+    system_arn = (
+        f"arn:aws:eks:{catalog.REGION}:{ACCOUNT}:pod/{CLUSTER}/kube-system/"
+        "aws-node-x7k2p/0d9e8f7a-6b5c-4d3e-2f1a-0b9c8d7e6f03"
+    )
+    system_labels = {"aws_eks_cluster_name": CLUSTER, "aws_eks_namespace": "kube-system"}
+    for number, (hour, _) in enumerate(hours(start, end)):
+        # measured use: the first trainer bursts above its CPU request, the second above its
+        # memory request, the system pod above both; GPUs are charged by request only
+        pods = [
+            Pod(first.arn, first.labels, first.reserved, _used(46.5 - number, 410)),
+            Pod(system_arn, system_labels, _used(0.5, 1), _used(0.75, 0.8)),
+        ]
+        if hour < utc(8, 4):
+            pods.append(Pod(second.arn, second.labels, second.reserved, _used(12.25, 251.5)))
+        hour_lines = [line for line in node_lines if line.usage_start == hour]
+        effective = sum((cost_bases(line)["effective_cost"] for line in hour_lines), Decimal(0))
+        public = sum((cost_bases(line)["list_cost"] for line in hour_lines), Decimal(0))
+        window_end = hour_lines[0].usage_end
+        for line in pod_rows(EKS_NODE, "p4d.24xlarge", hour, window_end, pods, effective, public):
+            bill.add(**_fields(line))
+
+
+def _used(cpus: float, gigabytes: float) -> dict[str, Decimal]:
+    return {"vCPU": Decimal(str(cpus)), "GB": Decimal(str(gigabytes))}
+
+
+def _fields(line: CurLine) -> dict[str, object]:
+    """A CurLine's fields other than those Bill.add sets itself."""
+    values = {name: getattr(line, name) for name in line.__dataclass_fields__}
+    del values["billing_period"], values["invoice_id"]
+    return values
 
 
 def _llm_traffic(bill: Bill, rng: random.Random) -> None:

@@ -1,5 +1,6 @@
 -- Every cost line split into slices under each allocation model: attributed, shared by a pool, or unallocated.
--- grain: one row per (allocation_model, line_id, allocation_kind, attempt_id, experiment_id)
+-- grain: one row per (allocation_model, line_id, allocation_kind, attribution_method, attempt_id, experiment_id,
+-- unallocated_reason)
 -- The slices of one line carry the line's dimensions and sum exactly to it (FOCUS 1.3 split rules).
 with cost_lines as (
     select * from normalized.cost_lines
@@ -10,7 +11,11 @@ line_attributions as (
 ),
 
 remainders as (
-    select * from attribution.unattributed_lines
+    select * from allocation.line_remainders
+),
+
+split_unused_shares as (
+    select * from allocation.split_unused_shares
 ),
 
 pool_shares as (
@@ -68,6 +73,47 @@ marginal_unallocated as (
     from remainders
 ),
 
+split_idle_unallocated as (
+    -- marginal: the split idle capacity of an instance line stays unallocated, in one slice
+    select
+        'marginal' as allocation_model,
+        split_unused_shares.line_id,
+        'unallocated' as allocation_kind,
+        cast(null as varchar) as attempt_id,
+        cast(null as varchar) as experiment_id,
+        cast(null as varchar) as attribution_method,
+        cast(null as varchar) as confidence,
+        cast(null as varchar) as pool_name,
+        'split_unused_capacity' as unallocated_reason,
+        cast(null as double) as share,
+        sum(split_unused_shares.billed_cost) as billed_cost,
+        sum(split_unused_shares.effective_cost) as effective_cost,
+        sum(split_unused_shares.list_cost) as list_cost,
+        sum(split_unused_shares.net_cost) as net_cost
+    from split_unused_shares
+    group by split_unused_shares.line_id
+),
+
+split_idle_shared as (
+    -- fully loaded: each placed pod takes its unused cost share, as AWS spreads it
+    select
+        'fully_loaded' as allocation_model,
+        split_unused_shares.line_id,
+        'shared' as allocation_kind,
+        split_unused_shares.attempt_id,
+        split_unused_shares.experiment_id,
+        'split_unused' as attribution_method,
+        'billed' as confidence,
+        cast(null as varchar) as pool_name,
+        cast(null as varchar) as unallocated_reason,
+        split_unused_shares.share,
+        split_unused_shares.billed_cost,
+        split_unused_shares.effective_cost,
+        split_unused_shares.list_cost,
+        split_unused_shares.net_cost
+    from split_unused_shares
+),
+
 shared as (
     select
         'fully_loaded' as allocation_model,
@@ -121,7 +167,11 @@ slices as (
     union all
     select * from marginal_unallocated
     union all
+    select * from split_idle_unallocated
+    union all
     select * from shared
+    union all
+    select * from split_idle_shared
     union all
     select * from fully_loaded_unallocated
 ),

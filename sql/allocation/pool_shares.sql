@@ -1,7 +1,7 @@
 -- Shares of unattributed cost that a pool spreads over attempts, by the pool's driver (fully loaded model).
 -- grain: one row per (line_id, attempt_id)
 with remainders as (
-    select * from attribution.unattributed_lines
+    select * from allocation.line_remainders
 ),
 
 cost_lines as (
@@ -86,35 +86,65 @@ candidates as (
         and coalesce(attempts.ended_at, pooled_lines.window_end) > pooled_lines.window_start
 ),
 
-weighted as (
-    select
-        candidates.*,
-        candidates.weight / sum(candidates.weight) over (partition by candidates.line_id) as share,
-        row_number() over (
-            partition by candidates.line_id order by candidates.weight desc, candidates.attempt_id asc
-        ) as slice_rank
-    from candidates
+positive as (
+    select candidates.* from candidates
     where candidates.weight > 0
+),
+
+line_weights as (
+    -- hash aggregates per line instead of window functions partitioned by line_id: the
+    -- largest slice (ties: smallest attempt_id) takes the rounding remainder
+    select
+        positive.line_id,
+        sum(positive.weight) as total_weight,
+        arg_min(positive.attempt_id, (-positive.weight, positive.attempt_id)) as first_attempt_id
+    from positive
+    group by positive.line_id
 ),
 
 rounded as (
     select
-        weighted.*,
-        cast(weighted.billed_cost * weighted.share as decimal(38, 10)) as billed_part,
-        cast(weighted.effective_cost * weighted.share as decimal(38, 10)) as effective_part,
-        cast(weighted.list_cost * weighted.share as decimal(38, 10)) as list_part,
-        cast(weighted.net_cost * weighted.share as decimal(38, 10)) as net_part
-    from weighted
+        positive.*,
+        positive.weight / line_weights.total_weight as share,
+        case when positive.attempt_id = line_weights.first_attempt_id then 1 else 2 end
+            as slice_rank,
+        cast(
+            positive.billed_cost * (positive.weight / line_weights.total_weight) as decimal(38, 10)
+        ) as billed_part,
+        cast(
+            positive.effective_cost * (positive.weight / line_weights.total_weight)
+            as decimal(38, 10)
+        ) as effective_part,
+        cast(
+            positive.list_cost * (positive.weight / line_weights.total_weight) as decimal(38, 10)
+        ) as list_part,
+        cast(
+            positive.net_cost * (positive.weight / line_weights.total_weight) as decimal(38, 10)
+        ) as net_part
+    from positive
+    inner join line_weights on positive.line_id = line_weights.line_id
+),
+
+line_parts as (
+    select
+        rounded.line_id,
+        sum(rounded.billed_part) as billed_parts,
+        sum(rounded.effective_part) as effective_parts,
+        sum(rounded.list_part) as list_parts,
+        sum(rounded.net_part) as net_parts
+    from rounded
+    group by rounded.line_id
 ),
 
 totals as (
     select
         rounded.*,
-        sum(rounded.billed_part) over (partition by rounded.line_id) as billed_parts,
-        sum(rounded.effective_part) over (partition by rounded.line_id) as effective_parts,
-        sum(rounded.list_part) over (partition by rounded.line_id) as list_parts,
-        sum(rounded.net_part) over (partition by rounded.line_id) as net_parts
+        line_parts.billed_parts,
+        line_parts.effective_parts,
+        line_parts.list_parts,
+        line_parts.net_parts
     from rounded
+    inner join line_parts on rounded.line_id = line_parts.line_id
 ),
 
 final as (

@@ -1,4 +1,4 @@
--- How long each attempt held an untagged line's resource inside the line's charge window.
+-- How long each attempt held an untagged, unsplit line's resource inside the line's charge window.
 -- grain: one row per (line_id, attempt_id) with a positive overlap
 -- Both sides are cut at hour boundaries and equi-joined on (resource_id, hour_start): a hash join
 -- with only a time-overlap filter goes quadratic on long-lived nodes with many short attempts.
@@ -8,6 +8,12 @@ with cost_lines as (
 
 tag_matches as (
     select tag_matches.line_id from attribution.tag_matches as tag_matches
+),
+
+split_lines as (
+    -- instance lines their pods' split cost places come before resource and time
+    select distinct split_cost_shares.line_id
+    from attribution.split_cost_shares as split_cost_shares
 ),
 
 attempts as (
@@ -72,6 +78,7 @@ candidate_lines as (
     cross join attribution_settings
     semi join held_resources on cost_lines.resource_id = held_resources.resource_id
     anti join tag_matches on cost_lines.line_id = tag_matches.line_id
+    anti join split_lines on cost_lines.line_id = split_lines.line_id
     where
         attribution_settings.resource_time
         and cost_lines.charge_period_end > cost_lines.charge_period_start
@@ -123,7 +130,7 @@ final as (
     select
         hour_overlaps.line_id,
         hour_overlaps.attempt_id,
-        sum(hour_overlaps.overlap_us) as overlap_us,
+        cast(sum(hour_overlaps.overlap_us) as bigint) as overlap_us,
         max(hour_overlaps.gpu_count) as gpu_count
     from hour_overlaps
     group by hour_overlaps.line_id, hour_overlaps.attempt_id

@@ -12,6 +12,14 @@ attribution_settings as (
     select * from config.attribution
 ),
 
+split_lines as (
+    select
+        split_cost_shares.line_id,
+        bool_or(split_cost_shares.has_unplaced_pods) as has_unplaced_pods
+    from attribution.split_cost_shares as split_cost_shares
+    group by split_cost_shares.line_id
+),
+
 held_resources as (
     select distinct attempt_resources.resource_id
     from staging.attempt_resources as attempt_resources
@@ -34,6 +42,9 @@ final as (
     select
         cost_lines.line_id,
         case
+            -- split lines: pods no tag places keep their split and unused parts together
+            when split_lines.has_unplaced_pods then 'split_pod_without_attempt'
+            when split_lines.line_id is not null then 'split_unused_capacity'
             when placed.line_id is not null then 'outside_any_attempt'
             when cost_lines.attempt_tag is not null then 'unknown_attempt_tag'
             when cost_lines.experiment_tag is not null then 'unknown_experiment_tag'
@@ -55,6 +66,7 @@ final as (
     from cost_lines
     cross join attribution_settings
     left join placed on cost_lines.line_id = placed.line_id
+    left join split_lines on cost_lines.line_id = split_lines.line_id
     left join held_resources on cost_lines.resource_id = held_resources.resource_id
     where placed.line_id is null or not placed.fully_attributed
 )

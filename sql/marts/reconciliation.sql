@@ -12,42 +12,59 @@ allocation_models as (
     select unnest(['marginal', 'fully_loaded']) as allocation_model
 ),
 
-bill_lines as (
+bill_sums as (
+    -- sum each basis first, then unpivot the few sums: unnesting every line into four rows
+    -- before grouping made the mart cost four passes over the bill
     select
         cost_lines.provider,
         cost_lines.billing_account_id,
         cost_lines.billing_period,
         cost_lines.billing_currency,
-        cost_lines.invoice_id is not null as invoiced,
-        unnest([
-            { 'cost_basis': 'billed_cost', 'amount': cost_lines.billed_cost },
-            { 'cost_basis': 'effective_cost', 'amount': cost_lines.effective_cost },
-            { 'cost_basis': 'list_cost', 'amount': cost_lines.list_cost },
-            { 'cost_basis': 'net_cost', 'amount': cost_lines.net_cost }
-        ]) as basis_amount
+        count(*) as cost_lines,
+        bool_and(cost_lines.invoice_id is not null) as invoiced,
+        sum(cost_lines.billed_cost) as billed_cost,
+        sum(cost_lines.effective_cost) as effective_cost,
+        sum(cost_lines.list_cost) as list_cost,
+        sum(cost_lines.net_cost) as net_cost
     from cost_lines
+    group by
+        cost_lines.provider,
+        cost_lines.billing_account_id,
+        cost_lines.billing_period,
+        cost_lines.billing_currency
+),
+
+bill_bases as (
+    select
+        bill_sums.provider,
+        bill_sums.billing_account_id,
+        bill_sums.billing_period,
+        bill_sums.billing_currency,
+        bill_sums.cost_lines,
+        bill_sums.invoiced,
+        unnest([
+            { 'cost_basis': 'billed_cost', 'amount': bill_sums.billed_cost },
+            { 'cost_basis': 'effective_cost', 'amount': bill_sums.effective_cost },
+            { 'cost_basis': 'list_cost', 'amount': bill_sums.list_cost },
+            { 'cost_basis': 'net_cost', 'amount': bill_sums.net_cost }
+        ]) as basis_amount
+    from bill_sums
 ),
 
 bill as (
     select
-        bill_lines.provider,
-        bill_lines.billing_account_id,
-        bill_lines.billing_period,
-        bill_lines.billing_currency,
-        bill_lines.basis_amount.cost_basis,
-        count(*) as cost_lines,
-        bool_and(bill_lines.invoiced) as invoiced,
-        sum(bill_lines.basis_amount.amount) as bill_total
-    from bill_lines
-    group by
-        bill_lines.provider,
-        bill_lines.billing_account_id,
-        bill_lines.billing_period,
-        bill_lines.billing_currency,
-        bill_lines.basis_amount.cost_basis
+        bill_bases.provider,
+        bill_bases.billing_account_id,
+        bill_bases.billing_period,
+        bill_bases.billing_currency,
+        bill_bases.cost_lines,
+        bill_bases.invoiced,
+        bill_bases.basis_amount.cost_basis,
+        bill_bases.basis_amount.amount as bill_total
+    from bill_bases
 ),
 
-slice_amounts as (
+kind_sums as (
     select
         cost_allocations.allocation_model,
         cost_allocations.provider,
@@ -55,13 +72,35 @@ slice_amounts as (
         cost_allocations.billing_period,
         cost_allocations.billing_currency,
         cost_allocations.allocation_kind,
-        unnest([
-            { 'cost_basis': 'billed_cost', 'amount': cost_allocations.billed_cost },
-            { 'cost_basis': 'effective_cost', 'amount': cost_allocations.effective_cost },
-            { 'cost_basis': 'list_cost', 'amount': cost_allocations.list_cost },
-            { 'cost_basis': 'net_cost', 'amount': cost_allocations.net_cost }
-        ]) as basis_amount
+        sum(cost_allocations.billed_cost) as billed_cost,
+        sum(cost_allocations.effective_cost) as effective_cost,
+        sum(cost_allocations.list_cost) as list_cost,
+        sum(cost_allocations.net_cost) as net_cost
     from cost_allocations
+    group by
+        cost_allocations.allocation_model,
+        cost_allocations.provider,
+        cost_allocations.billing_account_id,
+        cost_allocations.billing_period,
+        cost_allocations.billing_currency,
+        cost_allocations.allocation_kind
+),
+
+slice_amounts as (
+    select
+        kind_sums.allocation_model,
+        kind_sums.provider,
+        kind_sums.billing_account_id,
+        kind_sums.billing_period,
+        kind_sums.billing_currency,
+        kind_sums.allocation_kind,
+        unnest([
+            { 'cost_basis': 'billed_cost', 'amount': kind_sums.billed_cost },
+            { 'cost_basis': 'effective_cost', 'amount': kind_sums.effective_cost },
+            { 'cost_basis': 'list_cost', 'amount': kind_sums.list_cost },
+            { 'cost_basis': 'net_cost', 'amount': kind_sums.net_cost }
+        ]) as basis_amount
+    from kind_sums
 ),
 
 placed as (

@@ -130,7 +130,7 @@ final as (
         bases.availability_zone,
         bases.instance_type,
         bases.pricing_unit,
-        cast(bases.usage_amount as decimal(38, 10)) as consumed_quantity,
+        cast(cast(bases.usage_amount as varchar) as decimal(38, 10)) as consumed_quantity,
         -- seconds of use inside the charge window: hour-priced usage says how long the
         -- resource ran (per-second billing); anything else is taken to span its window
         case

@@ -6,7 +6,8 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from pipeline.cli import EXIT_FAILED, EXIT_USAGE, main
+from pipeline.cli import main
+from pipeline.cli_common import EXIT_FAILED, EXIT_USAGE
 
 
 def test_version() -> None:
@@ -33,7 +34,9 @@ def test_bad_config_key_exits_1(tmp_path: Path) -> None:
     config.write_text("[aws]\nbucket = 'x'\n", encoding="utf-8")
     result = CliRunner().invoke(main, ["run", "--config", str(config)])
     assert result.exit_code == EXIT_FAILED
-    assert "unknown key aws.bucket; allowed in [aws]: exports" in result.output
+    assert (
+        "unknown key aws.bucket; allowed in [aws]: endpoint_url, exports, region" in result.output
+    )
 
 
 def test_sql_before_anything_is_published(tmp_path: Path) -> None:

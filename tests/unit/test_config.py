@@ -71,7 +71,10 @@ spread = "billing_period"
     ("text", "message"),
     [
         ("[wharehouse]\npath = 'x'\n", "unknown section [wharehouse]; allowed: attribution, aws"),
-        ("[aws]\nexport = ['x']\n", "unknown key aws.export; allowed in [aws]: exports"),
+        (
+            "[aws]\nexport = ['x']\n",
+            "unknown key aws.export; allowed in [aws]: endpoint_url, exports, region",
+        ),
         ("[aws]\nexports = 'x'\n", "aws.exports must be a list of non-empty strings"),
         ("[aws]\nexports = ['']\n", "aws.exports must be a list of non-empty strings"),
         ("[warehouse]\nthreads = 0\n", "warehouse.threads must be a whole number of at least 1"),

@@ -52,7 +52,8 @@ def test_failed_check_keeps_the_previous_snapshot(tmp_path: Path, monkeypatch) -
         run_pipeline(config)
 
     message = str(caught.value)
-    assert "check always_fails failed: 2067 row(s) break it; first rows:" in message
+    lines = first.row_counts["normalized.cost_lines"]
+    assert f"check always_fails failed: {lines} row(s) break it; first rows:" in message
     assert "nothing was published; the previous snapshot stays current" in message
     assert "the failed build is kept for inspection: duckdb " in message
     assert (config.warehouse / "CURRENT").read_text(encoding="utf-8") == published
@@ -67,3 +68,25 @@ def test_failed_check_keeps_the_previous_snapshot(tmp_path: Path, monkeypatch) -
     assert failed["checks"]["conservation"] == "passed"
     kept = Path(message.rsplit("duckdb ", 1)[1].strip())
     assert kept.is_file()
+
+
+def test_a_second_run_on_unchanged_inputs_publishes_nothing(tmp_path: Path) -> None:
+    config = load_config(write_scenario(tmp_path / "world"))
+    first = run_pipeline(config)
+    pointer = (config.warehouse / "CURRENT").read_text(encoding="utf-8")
+    second = run_pipeline(config)
+
+    assert (first.status, second.status) == ("published", "unchanged")
+    assert second.content_hashes == first.content_hashes
+    assert second.snapshot == first.snapshot and second.database == first.database
+    assert (config.warehouse / "CURRENT").read_text(encoding="utf-8") == pointer
+    assert [path.name for path in (config.warehouse / "snapshots").iterdir()] == [first.run_id]
+    records = [
+        json.loads((path / "manifest.json").read_text(encoding="utf-8"))
+        for path in sorted((config.warehouse / "runs").iterdir())
+    ]
+    assert [item["status"] for item in records] == ["published", "unchanged"]
+    assert records[1]["unchanged_from"] == first.run_id
+    assert records[0]["content_hash"] == records[1]["content_hash"]
+    assert records[1]["content_hashes"] == first.content_hashes
+    assert set(records[1]["stage_seconds"]) == {"ingest", "telemetry", "build", "checks", "publish"}

@@ -80,7 +80,7 @@ def test_same_seed_same_bytes(tmp_path: Path) -> None:
     write_scenario(tmp_path / "a")
     write_scenario(tmp_path / "b")
     first, second = files_of(tmp_path / "a"), files_of(tmp_path / "b")
-    assert len(first) == 9
+    assert len(first) == 11  # attempt_events.csv included
     assert first == second
     write_scenario(tmp_path / "c", seed=8)
     other = files_of(tmp_path / "c")
@@ -156,7 +156,8 @@ def test_every_attempt_is_costed_under_both_models(world: Path) -> None:
 
 
 def test_fully_loaded_adds_exactly_the_two_pools(world: Path) -> None:
-    """Fully loaded minus marginal is, over all attempts, the EKS fee plus the unused plan."""
+    """Fully loaded minus marginal is, over all attempts, the EKS fee plus the unused plan,
+    plus the EKS node's idle capacity its placed pods take (split unused cost)."""
     rows = read_csv(world / "expected" / "attempt_costs.csv")
     cost = {(row["attempt_id"], row["allocation_model"]): row for row in rows}
     table = pq.read_table(world / DATA_FILE).to_pylist()
@@ -178,6 +179,14 @@ def test_fully_loaded_adds_exactly_the_two_pools(world: Path) -> None:
         "list_cost": sum(money(row, "pricing_public_on_demand_cost") for row in eks + plan),
         "net_cost": sum(money(row, "line_item_unblended_cost") for row in eks) + unused_plan,
     }
+    idle = [
+        row
+        for row in read_csv(world / "expected" / "split_costs.csv")
+        if row["attribution_method"] == "split_unused"
+    ]
+    assert {row["attempt_id"] for row in idle} == {"att-eks-01", "att-eks-02"}
+    for basis in BASES:
+        pooled[basis] += sum(Decimal(row[basis]) for row in idle)
     for basis in BASES:
         extra = [
             Decimal(cost[attempt, "fully_loaded"][basis])

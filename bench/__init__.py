@@ -1,0 +1,1 @@
+"""The runcost benchmark: generated data at scale, timed stages, baselines."""

@@ -1,0 +1,78 @@
+"""Profile the SQL build on a generated dataset: seconds per model, EXPLAIN ANALYZE of one model.
+
+python bench/profile.py DATASET [--database build.duckdb] [--analyze allocation.cost_allocations]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+import duckdb  # noqa: E402
+
+from bench.baselines import cpu_seconds, peak_mb, reset_peak  # noqa: E402
+from pipeline.config import load_config  # noqa: E402
+from pipeline.ingest.aws_cur2 import ingest_aws_exports  # noqa: E402
+from pipeline.pools import pool_models  # noqa: E402
+from pipeline.runner import discover, order  # noqa: E402
+from pipeline.settings import write_settings  # noqa: E402
+from pipeline.sources import register_sources  # noqa: E402
+from pipeline.telemetry.files import load_telemetry  # noqa: E402
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("dataset", type=Path)
+    parser.add_argument("--database", default=":memory:", help="build database (default memory)")
+    parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--memory-limit", default=None)
+    parser.add_argument("--analyze", action="append", default=[], help="model to EXPLAIN ANALYZE")
+    parser.add_argument("--sql-root", type=Path, default=None, help="models from this folder")
+    args = parser.parse_args(argv)
+    config = load_config(args.dataset / "runcost.toml")
+    deliveries = ingest_aws_exports(config)
+    con = duckdb.connect(args.database)
+    con.execute("set TimeZone = 'UTC'")
+    con.execute("set preserve_insertion_order = false")
+    if args.threads:
+        con.execute(f"set threads = {args.threads}")
+    if args.memory_limit:
+        con.execute(f"set memory_limit = '{args.memory_limit}'")
+    write_settings(con, config)
+    register_sources(con, deliveries, load_telemetry(config.telemetry))
+    for schema in ("staging", "normalized", "attribution", "allocation", "marts"):
+        con.execute(f"create schema if not exists {schema}")
+    total = total_cpu = 0.0
+    for model in order(discover(args.sql_root) + pool_models(config)):
+        reset_peak()
+        started, cpu = time.perf_counter(), cpu_seconds()
+        if model.materialization == "check":
+            con.execute(f"select count(*) from ({model.sql})").fetchall()
+        else:
+            kind = model.materialization
+            con.execute(f"create or replace {kind} {model.qualified} as\n{model.sql}")
+        seconds, cpu = time.perf_counter() - started, cpu_seconds() - cpu
+        total += seconds
+        total_cpu += cpu
+        print(
+            f"{seconds:8.2f} s {cpu:8.2f} CPU s {peak_mb():8.0f} MB  {model.qualified}", flush=True
+        )
+        if model.qualified in args.analyze:
+            plan = con.execute(f"explain analyze {_select(model)}").fetchall()
+            print(plan[0][1], flush=True)
+    print(f"{total:8.2f} s {total_cpu:8.2f} CPU s total")
+    return 0
+
+
+def _select(model) -> str:
+    return model.sql if model.materialization != "table" else f"select * from ({model.sql})"
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

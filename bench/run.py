@@ -1,0 +1,238 @@
+"""Benchmark `runcost run` at a given scale: per-stage time, rows/s and peak memory, with baselines.
+
+    python bench/run.py --rows 10_000_000 [--skew] [--memory-limit 4GB] [--out bench/out/x.json]
+
+Every measured part runs in a child process (this file with --child) so its peak RSS is its own.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from bench import baselines  # noqa: E402
+from pipeline.scenario.scale import ScaleSpec, config_text, generate  # noqa: E402
+
+OUT = ROOT / "bench" / "out"
+STAGES = ("ingest", "telemetry", "staging", "normalized", "attribution", "allocation", "marts")
+STAGES += ("checks", "publish")
+
+
+def _rows(text: str) -> int:
+    return int(text.replace("_", ""))
+
+
+def _args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=_rows, default=1_000_000)
+    parser.add_argument("--skew", action="store_true", help="long nodes, many short attempts")
+    parser.add_argument("--memory-limit", default=None, help="warehouse.memory_limit, e.g. 4GB")
+    parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--out", type=Path, default=None, help="JSON result file")
+    parser.add_argument("--data", type=Path, default=OUT / "data", help="dataset cache folder")
+    parser.add_argument("--subset", type=_rows, default=1_000_000, help="pandas subset rows")
+    parser.add_argument("--no-pandas", action="store_true")
+    parser.add_argument("--no-floor", action="store_true")
+    parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--dataset", type=Path, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--warehouse", type=Path, default=None, help=argparse.SUPPRESS)
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _args(argv)
+    if args.child:
+        result = CHILDREN[args.child](args)
+        result["ru_maxrss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        print("BENCH-RESULT " + json.dumps(result, default=str))
+        return 0
+    spec = ScaleSpec(rows=args.rows, seed=args.seed, skew=args.skew)
+    dataset = args.data / spec.key()
+    generation = None
+    if not (dataset / "expected.json").is_file():
+        shutil.rmtree(dataset, ignore_errors=True)
+        print(f"generating {spec.key()} ...", flush=True)
+        started = time.perf_counter()
+        generate(spec, dataset, threads=args.threads)
+        generation = time.perf_counter() - started
+    expected = json.loads((dataset / "expected.json").read_text(encoding="utf-8"))
+    result: dict = {
+        "spec": expected["spec"],
+        "machine": machine(),
+        "memory_limit": args.memory_limit,
+        "threads": args.threads,
+        "generation_seconds": generation,
+        "dataset_bytes": _size(dataset / "aws"),
+        "expected": expected,
+    }
+    warehouse = args.data.parent / "runs" / spec.key() / "warehouse"
+    shutil.rmtree(warehouse.parent, ignore_errors=True)
+    warehouse.parent.mkdir(parents=True)
+    config = warehouse.parent / "runcost.toml"
+    text = config_text(str(warehouse), args.memory_limit)
+    text = text.replace('"aws/', f'"{dataset}/aws/').replace(
+        '"telemetry"', f'"{dataset}/telemetry"'
+    )
+    if args.threads:
+        text = text.replace("[warehouse]\n", f"[warehouse]\nthreads = {args.threads}\n")
+    config.write_text(text, encoding="utf-8")
+    extra = ["--dataset", str(dataset), "--warehouse", str(config)]
+    if args.memory_limit:
+        extra += ["--memory-limit", args.memory_limit]
+    if args.threads:
+        extra += ["--threads", str(args.threads)]
+    result["pipeline"] = _child("pipeline", extra)
+    if not args.no_floor:
+        result["floor"] = _child("floor", extra)
+    if not args.no_pandas:
+        result["pandas"] = _child("pandas", [*extra, "--subset", str(args.subset)])
+    shutil.rmtree(warehouse.parent, ignore_errors=True)
+    result["repeat_identical"] = _compare_with_previous(dataset, result["pipeline"])
+    summarize(result)
+    out = args.out or OUT / f"{spec.key()}-{args.memory_limit or 'nolimit'}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2, default=str) + "\n", encoding="utf-8")
+    print(render(result))
+    print(f"written: {out}")
+    return 0 if result["pipeline"].get("correct") else 1
+
+
+def _compare_with_previous(dataset: Path, pipeline: dict) -> bool | None:
+    """Whether the published DECIMAL totals equal those of the previous run on this dataset."""
+    record = dataset / "published.json"
+    now = pipeline["published"]
+    if not record.is_file():
+        record.write_text(json.dumps(now, indent=2) + "\n", encoding="utf-8")
+        return None
+    return json.loads(record.read_text(encoding="utf-8")) == now
+
+
+def _child(name: str, extra: list[str]) -> dict:
+    command = [sys.executable, str(Path(__file__).resolve()), "--child", name, *extra]
+    started = time.perf_counter()
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    wall = time.perf_counter() - started
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    for line in done.stdout.splitlines():
+        if line.startswith("BENCH-RESULT "):
+            result = json.loads(line.removeprefix("BENCH-RESULT "))
+            result["process_seconds"] = wall
+            result["children_max_rss_mb"] = usage.ru_maxrss / 1024
+            return result
+    raise SystemExit(f"bench child {name} failed:\n{done.stdout[-3000:]}\n{done.stderr[-5000:]}")
+
+
+def machine() -> dict:
+    """Where the numbers came from: CPU, cores, memory, load, software versions."""
+    import duckdb
+    import pyarrow
+
+    cpu = ""
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            cpu = line.split(":", 1)[1].strip()
+            break
+    memory = Path("/proc/meminfo").read_text().splitlines()[0].split()[1]
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "memory_gb": round(int(memory) / 1024 / 1024, 1),
+        "load_average": os.getloadavg(),
+        "python": platform.python_version(),
+        "duckdb": duckdb.__version__,
+        "pyarrow": pyarrow.__version__,
+    }
+
+
+def _size(folder: Path) -> int:
+    return sum(path.stat().st_size for path in folder.rglob("*") if path.is_file())
+
+
+def summarize(result: dict) -> None:
+    """Stage table rows, ratios and targets, from the children's numbers."""
+    pipe = result["pipeline"]
+    rows = result["expected"]["cost_lines"]
+    total = pipe["total_seconds"]
+    result["rows_per_second"] = rows / total
+    ratios: dict[str, float] = {}
+    if "floor" in result:
+        ratios["pipeline_over_floor"] = total / result["floor"]["seconds"]
+        ratios["pipeline_over_floor_cpu"] = pipe["cpu_seconds"] / result["floor"]["cpu_seconds"]
+    if "pandas" in result:
+        pandas = result["pandas"]
+        per_million = total / rows * pandas["lines"]
+        ratios["pandas_over_pipeline"] = pandas["seconds"] / per_million
+        attribution = pipe["stages"]["attribution"]["seconds"] / rows * pandas["lines"]
+        ratios["pandas_over_pipeline_attribution"] = pandas["seconds"] / attribution
+        cpu_per_subset = pipe["cpu_seconds"] / rows * pandas["lines"]
+        ratios["pandas_over_pipeline_cpu"] = pandas["cpu_seconds"] / cpu_per_subset
+        ratios["pandas_rss_over_pipeline_rss"] = pandas["peak_rss_mb"] / pipe["peak_rss_mb"]
+    result["ratios"] = ratios
+
+
+def render(result: dict) -> str:
+    """The stage table and the ratios as text."""
+    pipe = result["pipeline"]
+    rows = result["expected"]["cost_lines"]
+    lines = [
+        f"{result['spec']['rows']:,} requested, {rows:,} cost lines, "
+        f"{result['expected']['attempts']:,} attempts, "
+        f"{'skew' if result['spec']['skew'] else 'uniform'}, "
+        f"memory_limit={result['memory_limit']}, load {result['machine']['load_average']}",
+        f"{'stage':<12} {'seconds':>9} {'CPU s':>8} {'rows/s':>12} {'peak RSS MB':>12}",
+    ]
+    for stage in STAGES:
+        item = pipe["stages"].get(stage)
+        if item:
+            rate = rows / item["seconds"] if item["seconds"] > 0 else float("inf")
+            lines.append(
+                f"{stage:<12} {item['seconds']:>9.2f} {item['cpu_seconds']:>8.2f} {rate:>12,.0f} "
+                f"{item['peak_rss_mb']:>12,.0f}"
+            )
+    lines.append(
+        f"{'total':<12} {pipe['total_seconds']:>9.2f} {pipe['cpu_seconds']:>8.2f} "
+        f"{result['rows_per_second']:>12,.0f} "
+        f"{pipe['peak_rss_mb']:>12,.0f}"
+    )
+    if "floor" in result:
+        floor = result["floor"]
+        lines.append(
+            f"{'floor scan':<12} {floor['seconds']:>9.2f} {floor['cpu_seconds']:>8.2f} "
+            f"{rows / floor['seconds']:>12,.0f} "
+            f"{floor['peak_rss_mb']:>12,.0f}"
+        )
+    if "pandas" in result:
+        pandas = result["pandas"]
+        lines.append(
+            f"{'pandas 1M':<12} {pandas['seconds']:>9.2f} {pandas['cpu_seconds']:>8.2f} "
+            f"{pandas['lines'] / pandas['seconds']:>12,.0f} {pandas['peak_rss_mb']:>12,.0f}"
+        )
+    for name, value in result["ratios"].items():
+        lines.append(f"{name}: {value:.2f}")
+    lines.append(f"correct: {pipe['correct']} ({'; '.join(pipe['problems']) or 'all checks'})")
+    lines.append(f"join plan: {pipe.get('plan', {})}")
+    lines.append(f"identical to the previous run on this data: {result['repeat_identical']}")
+    return "\n".join(lines)
+
+
+CHILDREN = {
+    "pipeline": baselines.pipeline_child,
+    "floor": baselines.floor_child,
+    "pandas": baselines.pandas_child,
+}
+
+if __name__ == "__main__":
+    raise SystemExit(main())

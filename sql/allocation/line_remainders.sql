@@ -1,0 +1,42 @@
+-- What attribution left of each line once the split idle pool took its part: for config pools, else unallocated.
+-- grain: one row per line_id whose rest is not wholly split idle capacity
+with remainders as (
+    select * from attribution.unattributed_lines
+),
+
+split_unused_shares as (
+    select * from allocation.split_unused_shares
+),
+
+idle_totals as (
+    select
+        split_unused_shares.line_id,
+        sum(split_unused_shares.billed_cost) as billed_cost,
+        sum(split_unused_shares.effective_cost) as effective_cost,
+        sum(split_unused_shares.list_cost) as list_cost,
+        sum(split_unused_shares.net_cost) as net_cost
+    from split_unused_shares
+    group by split_unused_shares.line_id
+),
+
+final as (
+    -- a split line whose pods are all placed has no rest here: its idle slices take all of it
+    select
+        remainders.line_id,
+        remainders.unallocated_reason,
+        cast(
+            remainders.billed_cost - coalesce(idle_totals.billed_cost, 0) as decimal(38, 10)
+        ) as billed_cost,
+        cast(
+            remainders.effective_cost - coalesce(idle_totals.effective_cost, 0) as decimal(38, 10)
+        ) as effective_cost,
+        cast(
+            remainders.list_cost - coalesce(idle_totals.list_cost, 0) as decimal(38, 10)
+        ) as list_cost,
+        cast(remainders.net_cost - coalesce(idle_totals.net_cost, 0) as decimal(38, 10)) as net_cost
+    from remainders
+    left join idle_totals on remainders.line_id = idle_totals.line_id
+    where remainders.unallocated_reason <> 'split_unused_capacity'
+)
+
+select * from final

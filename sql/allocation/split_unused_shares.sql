@@ -1,0 +1,104 @@
+-- The idle pool of split instance lines: each placed pod's unused cost share of the line (fully loaded model).
+-- grain: one row per (line_id, attempt_id, experiment_id) with unused cost
+-- AWS spreads an instance-hour's unused capacity over its pods (split_line_item_unused_cost); the fully
+-- loaded model follows it. When every pod of the hour is placed, the slices take the line's whole rest.
+with split_cost_shares as (
+    select * from attribution.split_cost_shares
+),
+
+remainders as (
+    select * from attribution.unattributed_lines
+),
+
+cost_lines as (
+    select
+        cost_lines.line_id,
+        cost_lines.billed_cost,
+        cost_lines.effective_cost,
+        cost_lines.list_cost,
+        cost_lines.net_cost
+    from normalized.cost_lines as cost_lines
+),
+
+idle as (
+    select
+        split_cost_shares.line_id,
+        split_cost_shares.attempt_id,
+        split_cost_shares.experiment_id,
+        split_cost_shares.unused_share as share,
+        split_cost_shares.has_unplaced_pods,
+        remainders.billed_cost as rest_billed_cost,
+        remainders.effective_cost as rest_effective_cost,
+        remainders.list_cost as rest_list_cost,
+        remainders.net_cost as rest_net_cost,
+        cast(cost_lines.billed_cost * split_cost_shares.unused_share as decimal(38, 10)) as billed_part,
+        cast(
+            cost_lines.effective_cost * split_cost_shares.unused_share as decimal(38, 10)
+        ) as effective_part,
+        cast(cost_lines.list_cost * split_cost_shares.unused_share as decimal(38, 10)) as list_part,
+        cast(cost_lines.net_cost * split_cost_shares.unused_share as decimal(38, 10)) as net_part,
+        row_number() over (
+            partition by split_cost_shares.line_id
+            order by
+                split_cost_shares.unused_cost desc,
+                split_cost_shares.attempt_id asc,
+                split_cost_shares.experiment_id asc
+        ) as slice_rank
+    from split_cost_shares
+    inner join remainders on split_cost_shares.line_id = remainders.line_id
+    inner join cost_lines on split_cost_shares.line_id = cost_lines.line_id
+    where split_cost_shares.experiment_id is not null and split_cost_shares.unused_cost > 0
+),
+
+totals as (
+    select
+        idle.*,
+        sum(idle.billed_part) over (partition by idle.line_id) as billed_parts,
+        sum(idle.effective_part) over (partition by idle.line_id) as effective_parts,
+        sum(idle.list_part) over (partition by idle.line_id) as list_parts,
+        sum(idle.net_part) over (partition by idle.line_id) as net_parts
+    from idle
+),
+
+final as (
+    -- with no unplaced pod the line's rest is all idle capacity: the first slice takes the
+    -- rounding remainder so the slices sum exactly to it
+    select
+        totals.line_id,
+        totals.attempt_id,
+        totals.experiment_id,
+        totals.share,
+        cast(
+            case
+                when not totals.has_unplaced_pods and totals.slice_rank = 1
+                    then totals.rest_billed_cost - (totals.billed_parts - totals.billed_part)
+                else totals.billed_part
+            end as decimal(38, 10)
+        ) as billed_cost,
+        cast(
+            case
+                when not totals.has_unplaced_pods and totals.slice_rank = 1
+                    then
+                        totals.rest_effective_cost
+                        - (totals.effective_parts - totals.effective_part)
+                else totals.effective_part
+            end as decimal(38, 10)
+        ) as effective_cost,
+        cast(
+            case
+                when not totals.has_unplaced_pods and totals.slice_rank = 1
+                    then totals.rest_list_cost - (totals.list_parts - totals.list_part)
+                else totals.list_part
+            end as decimal(38, 10)
+        ) as list_cost,
+        cast(
+            case
+                when not totals.has_unplaced_pods and totals.slice_rank = 1
+                    then totals.rest_net_cost - (totals.net_parts - totals.net_part)
+                else totals.net_part
+            end as decimal(38, 10)
+        ) as net_cost
+    from totals
+)
+
+select * from final

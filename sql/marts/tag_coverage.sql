@@ -1,0 +1,60 @@
+-- How much of the bill carries the attempt or experiment tag, per account and service (effective_cost basis).
+-- grain: one row per (provider, billing_period, billing_account_id, sub_account_id, service_name, billing_currency)
+-- A line counts as tagged when its tag has a non-empty value, known to telemetry or not. Split cost
+-- rows are not in the bill, so pod labels do not count here: only tags on the billed lines do.
+with cost_lines as (
+    select * from normalized.cost_lines
+),
+
+grouped as (
+    select
+        cost_lines.provider,
+        cost_lines.billing_period,
+        cost_lines.billing_account_id,
+        cost_lines.sub_account_id,
+        cost_lines.service_name,
+        cost_lines.billing_currency,
+        count(*) as cost_lines,
+        count(*) filter (where cost_lines.attempt_tag is not null) as attempt_tagged_lines,
+        count(*) filter (where cost_lines.experiment_tag is not null) as experiment_tagged_lines,
+        sum(cost_lines.effective_cost) as total_cost,
+        coalesce(
+            sum(cost_lines.effective_cost) filter (where cost_lines.attempt_tag is not null), 0
+        ) as attempt_tagged_cost,
+        coalesce(
+            sum(cost_lines.effective_cost) filter (where cost_lines.experiment_tag is not null), 0
+        ) as experiment_tagged_cost
+    from cost_lines
+    group by
+        cost_lines.provider,
+        cost_lines.billing_period,
+        cost_lines.billing_account_id,
+        cost_lines.sub_account_id,
+        cost_lines.service_name,
+        cost_lines.billing_currency
+),
+
+final as (
+    select
+        grouped.provider,
+        grouped.billing_period,
+        grouped.billing_account_id,
+        grouped.sub_account_id,
+        grouped.service_name,
+        grouped.billing_currency,
+        grouped.cost_lines,
+        grouped.attempt_tagged_lines,
+        grouped.experiment_tagged_lines,
+        cast(grouped.total_cost as decimal(38, 10)) as total_cost,
+        cast(grouped.attempt_tagged_cost as decimal(38, 10)) as attempt_tagged_cost,
+        cast(grouped.experiment_tagged_cost as decimal(38, 10)) as experiment_tagged_cost,
+        cast(
+            grouped.attempt_tagged_cost / nullif(grouped.total_cost, 0) as decimal(38, 10)
+        ) as attempt_tagged_share,
+        cast(
+            grouped.experiment_tagged_cost / nullif(grouped.total_cost, 0) as decimal(38, 10)
+        ) as experiment_tagged_share
+    from grouped
+)
+
+select * from final

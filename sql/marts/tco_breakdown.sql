@@ -1,0 +1,151 @@
+-- Training TCO per experiment and billing period by category, comparable with GPU TCO calculators.
+-- grain: one row per (experiment_id, billing_period, billing_currency, allocation_model, cost_category)
+-- Every category appears (0 when nothing was billed in it). On the bill (effective_cost of the slices
+-- placed on the experiment, its attempts or, fully loaded, pooled onto them), first match wins:
+-- idle_capacity (unused commitment: SavingsPlanRecurringFee, RIFee), support (AWSSupport*),
+-- control_plane (AmazonEKS, AmazonECS), networking (DataTransfer/Bytes usage, AWSDataTransfer,
+-- AmazonVPC), storage (EBS usage, AmazonS3, AmazonEFS, AmazonFSx), gpu_compute (instance usage of a
+-- p, g, trn, inf or dl family, SageMaker ml. included), other_compute (other instance usage),
+-- other (tax, credits, anything else). Off the bill: goodput_loss = gpu_compute x (1/G - 1), G the
+-- experiment's GPU-hour weighted goodput_used from marts.attempt_goodput; NULL when G is unknown.
+with cost_allocations as (
+    select * from allocation.cost_allocations
+),
+
+cost_lines as (
+    select * from normalized.cost_lines
+),
+
+goodput as (
+    select * from marts.attempt_goodput
+),
+
+experiments as (
+    select * from staging.experiments
+),
+
+categories as (
+    select
+        unnest([
+            'gpu_compute', 'other_compute', 'storage', 'networking', 'control_plane', 'support',
+            'idle_capacity', 'other', 'goodput_loss'
+        ]) as cost_category,
+        unnest([1, 2, 3, 4, 5, 6, 7, 8, 9]) as category_order
+),
+
+classified as (
+    select
+        cost_allocations.allocation_model,
+        cost_allocations.experiment_id,
+        cost_allocations.billing_period,
+        cost_allocations.billing_currency,
+        cost_allocations.effective_cost,
+        case
+            when cost_lines.provider_line_type in ('SavingsPlanRecurringFee', 'RIFee') then 'idle_capacity'
+            when cost_lines.service_name like 'AWSSupport%' or cost_lines.service_name = 'AWSDeveloperSupport'
+                then 'support'
+            when cost_lines.service_name in ('AmazonEKS', 'AmazonECS') then 'control_plane'
+            when
+                cost_lines.usage_type like '%DataTransfer%'
+                or cost_lines.usage_type like '%-Bytes%'
+                or cost_lines.service_name in ('AWSDataTransfer', 'AmazonVPC')
+                then 'networking'
+            when
+                cost_lines.usage_type like '%EBS:%'
+                or cost_lines.service_name in ('AmazonS3', 'AmazonEFS', 'AmazonFSx')
+                then 'storage'
+            when regexp_matches(coalesce(cost_lines.instance_type, ''), '^(ml\.)?(p[0-9]|g[0-9]|trn|inf|dl)')
+                then 'gpu_compute'
+            when
+                cost_lines.instance_type is not null and cost_lines.instance_type <> ''
+                then 'other_compute'
+            else 'other'
+        end as cost_category
+    from cost_allocations
+    inner join cost_lines on cost_allocations.line_id = cost_lines.line_id
+    where cost_allocations.experiment_id is not null
+),
+
+on_bill as (
+    select
+        classified.allocation_model,
+        classified.experiment_id,
+        classified.billing_period,
+        classified.billing_currency,
+        classified.cost_category,
+        sum(classified.effective_cost) as effective_cost
+    from classified
+    group by all
+),
+
+groups as (
+    select distinct
+        on_bill.allocation_model,
+        on_bill.experiment_id,
+        on_bill.billing_period,
+        on_bill.billing_currency
+    from on_bill
+),
+
+experiment_goodput as (
+    select
+        goodput.allocation_model,
+        goodput.experiment_id,
+        cast(sum(cast(goodput.billed_gpu_hours * goodput.goodput_used as decimal(38, 18))) as double)
+        / nullif(cast(sum(cast(goodput.billed_gpu_hours as decimal(38, 18))) as double), 0) as goodput,
+        bool_or(goodput.goodput_source = 'modeled_young_daly') as any_modeled
+    from goodput
+    where goodput.goodput_used is not null and goodput.billed_gpu_hours > 0
+    group by goodput.allocation_model, goodput.experiment_id
+),
+
+final as (
+    select
+        groups.experiment_id,
+        experiments.team,
+        groups.billing_period,
+        groups.billing_currency,
+        groups.allocation_model,
+        categories.cost_category,
+        categories.category_order,
+        categories.cost_category <> 'goodput_loss' as on_bill,
+        case
+            when categories.cost_category = 'goodput_loss'
+                then
+                    cast(
+                        coalesce(gpu.effective_cost, 0)
+                        * (1 / nullif(experiment_goodput.goodput, 0) - 1)
+                        as decimal(38, 10)
+                    )
+            else cast(coalesce(on_bill.effective_cost, 0) as decimal(38, 10))
+        end as effective_cost,
+        case when categories.cost_category = 'goodput_loss' then experiment_goodput.goodput end as goodput,
+        case
+            when categories.cost_category <> 'goodput_loss' then null
+            when experiment_goodput.any_modeled then 'includes_modeled_young_daly'
+            when experiment_goodput.goodput is not null then 'measured'
+        end as goodput_source
+    from groups
+    cross join categories
+    left join experiments on groups.experiment_id = experiments.experiment_id
+    left join on_bill
+        on
+            groups.allocation_model = on_bill.allocation_model
+            and groups.experiment_id = on_bill.experiment_id
+            and groups.billing_period = on_bill.billing_period
+            and groups.billing_currency = on_bill.billing_currency
+            and categories.cost_category = on_bill.cost_category
+    left join on_bill as gpu
+        on
+            groups.allocation_model = gpu.allocation_model
+            and groups.experiment_id = gpu.experiment_id
+            and groups.billing_period = gpu.billing_period
+            and groups.billing_currency = gpu.billing_currency
+            and gpu.cost_category = 'gpu_compute'
+    left join experiment_goodput
+        on
+            groups.allocation_model = experiment_goodput.allocation_model
+            and groups.experiment_id = experiment_goodput.experiment_id
+)
+
+select * from final

@@ -1,0 +1,259 @@
+-- Waste findings (read-only): idle volumes and instances, GPUs waiting on data, stale checkpoints.
+-- grain: one row per (finding_type, subject_id)
+-- Amounts are effective_cost. idle_hours weighs each line's window by the unplaced share of it.
+-- unattached_volume: an EBS volume whose unattributed (marginal) cost spans more than
+--   config.economics.waste_idle_hours; confidence high when telemetry knows the volume
+--   (outside_any_attempt), medium when it never appears in attempt_resources.
+-- idle_instance: instance usage billed while no attempt held it: high (outside_any_attempt),
+--   medium (unknown_attempt_tag), low (no_matching_attempt: may not be training at all).
+-- gpu_waiting_on_data: attempts with data_wait events; amount = the attempt's gpu instance cost x
+--   waited seconds / attempt seconds; medium.
+-- stale_checkpoint_storage: non-volume storage (S3, snapshots) of resources the attempts held, and
+--   storage tagged to an experiment, charged more than stale_checkpoint_days after the last attempt
+--   holding it (or of the experiment) ended: medium (resource link), high (experiment tag).
+with cost_allocations as (
+    select * from allocation.cost_allocations
+),
+
+cost_lines as (
+    select * from normalized.cost_lines
+),
+
+attempts as (
+    select * from staging.attempts
+),
+
+attempt_resources as (
+    select * from staging.attempt_resources
+),
+
+events as (
+    select * from staging.attempt_events
+),
+
+settings as (
+    select * from config.economics
+),
+
+unplaced as (
+    select
+        cost_allocations.line_id,
+        cost_allocations.unallocated_reason,
+        cost_allocations.resource_id,
+        cost_allocations.billing_period,
+        cost_allocations.billing_currency,
+        cost_allocations.effective_cost,
+        cost_lines.usage_type,
+        cost_lines.instance_type,
+        cost_lines.charge_period_start,
+        cost_lines.charge_period_end,
+        (epoch_us(cost_lines.charge_period_end) - epoch_us(cost_lines.charge_period_start))
+        / 3600000000.0
+        * coalesce(cost_allocations.effective_cost / nullif(cost_lines.effective_cost, 0), 1) as idle_hours
+    from cost_allocations
+    inner join cost_lines on cost_allocations.line_id = cost_lines.line_id
+    where
+        cost_allocations.allocation_model = 'marginal'
+        and cost_allocations.allocation_kind = 'unallocated'
+        and cost_allocations.resource_id is not null
+),
+
+volumes as (
+    select
+        'unattached_volume' as finding_type,
+        unplaced.resource_id as subject_id,
+        unplaced.resource_id,
+        null as experiment_id,
+        null as attempt_id,
+        min(unplaced.billing_period) as billing_period,
+        min(unplaced.billing_currency) as billing_currency,
+        sum(unplaced.effective_cost) as effective_cost,
+        cast(sum(cast(unplaced.idle_hours as decimal(38, 18))) as double) as idle_hours,
+        list(distinct unplaced.line_id order by unplaced.line_id) as evidence_line_ids,
+        case when bool_and(unplaced.unallocated_reason = 'outside_any_attempt') then 'high' else 'medium' end
+            as confidence
+    from unplaced
+    where unplaced.usage_type like '%EBS:Volume%' or unplaced.resource_id like 'vol-%'
+    group by unplaced.resource_id
+    having
+        cast(sum(cast(unplaced.idle_hours as decimal(38, 18))) as double)
+        > (select settings.waste_idle_hours from settings)
+),
+
+instances as (
+    select
+        'idle_instance' as finding_type,
+        unplaced.resource_id as subject_id,
+        unplaced.resource_id,
+        null as experiment_id,
+        null as attempt_id,
+        min(unplaced.billing_period) as billing_period,
+        min(unplaced.billing_currency) as billing_currency,
+        sum(unplaced.effective_cost) as effective_cost,
+        cast(sum(cast(unplaced.idle_hours as decimal(38, 18))) as double) as idle_hours,
+        list(distinct unplaced.line_id order by unplaced.line_id) as evidence_line_ids,
+        case
+            when bool_and(unplaced.unallocated_reason = 'outside_any_attempt') then 'high'
+            when bool_and(unplaced.unallocated_reason in ('outside_any_attempt', 'unknown_attempt_tag')) then 'medium'
+            else 'low'
+        end as confidence
+    from unplaced
+    where
+        unplaced.usage_type like '%Usage:%'
+        and unplaced.usage_type not like '%EBS:%'
+        and unplaced.instance_type is not null
+        and unplaced.instance_type <> ''
+    group by unplaced.resource_id
+    having sum(unplaced.effective_cost) <> 0
+),
+
+data_waits as (
+    select
+        events.attempt_id,
+        cast(sum(cast(events.duration_s as decimal(38, 18))) as double) as wait_seconds
+    from events
+    where events.event_type = 'data_wait' and events.duration_s > 0
+    group by events.attempt_id
+),
+
+gpu_slices as (
+    select
+        cost_allocations.attempt_id,
+        cost_allocations.line_id,
+        cost_allocations.billing_period,
+        cost_allocations.billing_currency,
+        cost_allocations.effective_cost
+    from cost_allocations
+    inner join cost_lines on cost_allocations.line_id = cost_lines.line_id
+    where
+        cost_allocations.allocation_model = 'marginal'
+        and cost_allocations.attempt_id is not null
+        and regexp_matches(coalesce(cost_lines.instance_type, ''), '^(ml\.)?(p[0-9]|g[0-9]|trn|inf|dl)')
+),
+
+waiting as (
+    select
+        'gpu_waiting_on_data' as finding_type,
+        attempts.attempt_id as subject_id,
+        null as resource_id,
+        attempts.experiment_id,
+        attempts.attempt_id,
+        min(gpu_slices.billing_period) as billing_period,
+        min(gpu_slices.billing_currency) as billing_currency,
+        sum(gpu_slices.effective_cost)
+        * min(data_waits.wait_seconds)
+        / ((epoch_us(min(attempts.ended_at)) - epoch_us(min(attempts.started_at))) / 1000000.0) as effective_cost,
+        min(data_waits.wait_seconds) / 3600.0 as idle_hours,
+        list(distinct gpu_slices.line_id order by gpu_slices.line_id) as evidence_line_ids,
+        'medium' as confidence
+    from data_waits
+    inner join attempts on data_waits.attempt_id = attempts.attempt_id
+    inner join gpu_slices on data_waits.attempt_id = gpu_slices.attempt_id
+    where attempts.ended_at > attempts.started_at
+    group by attempts.attempt_id, attempts.experiment_id
+),
+
+holders as (
+    select
+        attempt_resources.resource_id,
+        min(attempts.experiment_id) as experiment_id,
+        count(distinct attempts.experiment_id) as experiments,
+        max(coalesce(attempt_resources.ended_at, attempts.ended_at)) as last_ended_at,
+        bool_or(coalesce(attempt_resources.ended_at, attempts.ended_at) is null) as still_held
+    from attempt_resources
+    inner join attempts on attempt_resources.attempt_id = attempts.attempt_id
+    group by attempt_resources.resource_id
+),
+
+stale_by_resource as (
+    select
+        'stale_checkpoint_storage' as finding_type,
+        unplaced.resource_id as subject_id,
+        unplaced.resource_id,
+        case when min(holders.experiments) = 1 then min(holders.experiment_id) end as experiment_id,
+        null as attempt_id,
+        min(unplaced.billing_period) as billing_period,
+        min(unplaced.billing_currency) as billing_currency,
+        sum(unplaced.effective_cost) as effective_cost,
+        cast(sum(cast(unplaced.idle_hours as decimal(38, 18))) as double) as idle_hours,
+        list(distinct unplaced.line_id order by unplaced.line_id) as evidence_line_ids,
+        'medium' as confidence
+    from unplaced
+    inner join holders on unplaced.resource_id = holders.resource_id
+    cross join settings
+    where
+        not holders.still_held
+        and unplaced.resource_id not like 'vol-%'
+        and (unplaced.usage_type like '%TimedStorage%' or unplaced.usage_type like '%EBS:Snapshot%')
+        and unplaced.charge_period_start
+        >= holders.last_ended_at + to_microseconds(cast(settings.stale_checkpoint_days * 86400000000 as bigint))
+    group by unplaced.resource_id
+),
+
+experiment_ends as (
+    select
+        attempts.experiment_id,
+        max(attempts.ended_at) as last_ended_at,
+        bool_or(attempts.ended_at is null and attempts.status = 'running') as still_running
+    from attempts
+    group by attempts.experiment_id
+),
+
+stale_by_tag as (
+    select
+        'stale_checkpoint_storage' as finding_type,
+        cost_allocations.experiment_id as subject_id,
+        null as resource_id,
+        cost_allocations.experiment_id,
+        null as attempt_id,
+        min(cost_allocations.billing_period) as billing_period,
+        min(cost_allocations.billing_currency) as billing_currency,
+        sum(cost_allocations.effective_cost) as effective_cost,
+        sum(epoch_us(cost_lines.charge_period_end) - epoch_us(cost_lines.charge_period_start)) / 3600000000.0
+            as idle_hours,
+        list(distinct cost_allocations.line_id order by cost_allocations.line_id) as evidence_line_ids,
+        'high' as confidence
+    from cost_allocations
+    inner join cost_lines on cost_allocations.line_id = cost_lines.line_id
+    inner join experiment_ends on cost_allocations.experiment_id = experiment_ends.experiment_id
+    cross join settings
+    where
+        cost_allocations.allocation_model = 'marginal'
+        and cost_allocations.attribution_method = 'experiment_tag'
+        and not experiment_ends.still_running
+        and (cost_lines.usage_type like '%TimedStorage%' or cost_lines.usage_type like '%EBS:Snapshot%')
+        and cost_lines.charge_period_start
+        >= experiment_ends.last_ended_at
+        + to_microseconds(cast(settings.stale_checkpoint_days * 86400000000 as bigint))
+    group by cost_allocations.experiment_id
+),
+
+findings as (
+    select * from volumes
+    union all
+    select * from instances
+    union all
+    select * from waiting
+    union all
+    select * from stale_by_resource
+    union all
+    select * from stale_by_tag
+),
+
+final as (
+    select
+        findings.finding_type,
+        findings.subject_id,
+        findings.resource_id,
+        findings.experiment_id,
+        findings.attempt_id,
+        findings.billing_period,
+        findings.billing_currency,
+        cast(findings.effective_cost as decimal(38, 10)) as effective_cost,
+        findings.idle_hours,
+        findings.evidence_line_ids,
+        findings.confidence
+    from findings
+)
+
+select * from final

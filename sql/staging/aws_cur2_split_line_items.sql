@@ -1,0 +1,47 @@
+-- AWS split cost allocation rows (EKS pods, ECS tasks) of the current deliveries: renamed and typed, no joins.
+-- grain: one row per split row (source_delivery, source_file, source_line) whose operation is EKSPod-EC2 or ECSTask-EC2
+-- These rows re-split instance rows that are already in the bill; they are read only to attribute them.
+-- Money arrives as DOUBLE: it is cast through its shortest round-trip text, because a direct
+-- DOUBLE to DECIMAL cast multiplies in floating point and gets large amounts wrong at 1e-10.
+with source as (
+    select * from raw.aws_cur2
+),
+
+renamed as (
+    select
+        source.file_index * 4294967296 + source.source_line as split_line_id,
+        source.delivery_id as source_delivery,
+        source.source_file,
+        source.source_line,
+        source.bill_payer_account_id as payer_account_id,
+        source.line_item_usage_account_id as usage_account_id,
+        source.bill_billing_period_start_date as billing_period_start,
+        source.line_item_usage_start_date as usage_start,
+        source.line_item_usage_end_date as usage_end,
+        source.line_item_operation as operation,
+        source.line_item_usage_type as usage_type,
+        nullif(trim(source.line_item_resource_id), '') as resource_id,
+        nullif(trim(source.split_line_item_parent_resource_id), '') as split_parent_resource_id,
+        source.line_item_currency_code as currency_code,
+        source.resource_tags,
+        source.split_line_item_reserved_usage as split_reserved_usage,
+        source.split_line_item_actual_usage as split_actual_usage,
+        source.split_line_item_split_usage as split_usage,
+        source.split_line_item_split_usage_ratio as split_usage_ratio,
+        cast(cast(source.split_line_item_split_cost as varchar) as decimal(38, 10)) as split_cost,
+        cast(cast(source.split_line_item_unused_cost as varchar) as decimal(38, 10)) as unused_cost,
+        cast(cast(source.split_line_item_net_split_cost as varchar) as decimal(38, 10)) as net_split_cost,
+        cast(cast(source.split_line_item_net_unused_cost as varchar) as decimal(38, 10)) as net_unused_cost,
+        cast(cast(source.split_line_item_public_on_demand_split_cost as varchar) as decimal(38, 10))
+            as public_on_demand_split_cost,
+        cast(cast(source.split_line_item_public_on_demand_unused_cost as varchar) as decimal(38, 10))
+            as public_on_demand_unused_cost
+    from source
+    where source.line_item_operation in ('EKSPod-EC2', 'ECSTask-EC2')
+),
+
+final as (
+    select * from renamed
+)
+
+select * from final

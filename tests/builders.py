@@ -1,0 +1,216 @@
+"""Builders for model tests: hand-made CUR lines and telemetry, and the whole DAG in DuckDB."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+import duckdb  # noqa: E402
+import pyarrow as pa  # noqa: E402
+import pyarrow.parquet as pq  # noqa: E402
+
+from pipeline.config import Config, parse_config  # noqa: E402
+from pipeline.ingest.raw_store import Delivery  # noqa: E402
+from pipeline.pools import pool_models, write_pool_settings  # noqa: E402
+from pipeline.runner import BuildReport, Model, build, discover  # noqa: E402
+from pipeline.sources import register_sources  # noqa: E402
+from pipeline.telemetry import canonical  # noqa: E402
+from schemas import aws_cur2  # noqa: E402
+
+try:  # the [economics] constants table, while it is written apart from the pool settings
+    from pipeline.economics_settings import write_economics_settings
+except ImportError:  # pragma: no cover
+    write_economics_settings = None
+
+PERIOD = "2026-10"
+PERIOD_START = datetime(2026, 10, 1, tzinfo=UTC)
+PERIOD_END = datetime(2026, 11, 1, tzinfo=UTC)
+BASES = ("billed_cost", "effective_cost", "list_cost", "net_cost")
+MODELS = ("marginal", "fully_loaded")
+_CUR_COLUMNS = tuple(name for name, _ in aws_cur2.COLUMNS)
+
+
+def at(hour: int, minute: int = 0, second: int = 0, day: int = 1) -> datetime:
+    """A UTC instant in the test billing period (October 2026)."""
+    return datetime(2026, 10, day, hour, minute, second, tzinfo=UTC)
+
+
+def cur_line(**overrides: Any) -> dict[str, Any]:
+    """One CUR 2.0 row with all 125 columns: an hour of EC2 usage on 2026-10-01 10:00, cost 0.
+
+    ``resource_tags`` may be given as a dict; money and usage amounts are floats, as in the
+    export.
+    """
+    line: dict[str, Any] = dict.fromkeys(_CUR_COLUMNS)
+    line.update(
+        bill_billing_period_start_date=PERIOD_START,
+        bill_billing_period_end_date=PERIOD_END,
+        bill_payer_account_id="111111111111",
+        line_item_usage_account_id="222222222222",
+        line_item_currency_code="USD",
+        line_item_line_item_type="Usage",
+        line_item_product_code="AmazonEC2",
+        line_item_usage_start_date=at(10),
+        line_item_usage_end_date=at(11),
+        line_item_usage_amount=1.0,
+        line_item_unblended_cost=0.0,
+        pricing_unit="Hrs",
+        resource_tags=[],
+        product=[],
+        cost_category=[],
+        discount=[],
+    )
+    unknown = set(overrides) - set(_CUR_COLUMNS)
+    if unknown:
+        raise KeyError(f"not CUR 2.0 columns: {sorted(unknown)}")
+    line.update(overrides)
+    if isinstance(line["resource_tags"], Mapping):
+        line["resource_tags"] = list(line["resource_tags"].items())
+    return line
+
+
+def write_cur(tmp_path: Path, lines: Sequence[Mapping[str, Any]]) -> Delivery:
+    """Write the lines as one Parquet file of a delivery; line i gets line_id i."""
+    folder = tmp_path / "cur"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "part-0.parquet"
+    table = pa.Table.from_pylist([dict(line) for line in lines], schema=aws_cur2.arrow_schema())
+    pq.write_table(table, path)
+    return Delivery(
+        provider="aws",
+        export="ml-cur",
+        billing_period=PERIOD,
+        delivery_id="delivery-1",
+        folder=folder,
+        files=(path,),
+        new=True,
+    )
+
+
+def telemetry_table(name: str, rows: Iterable[Mapping[str, Any]]) -> pa.Table:
+    """A canonical telemetry table; columns a row leaves out are NULL (tags an empty map)."""
+    schema = canonical.arrow_schema(name)
+    filled = []
+    for row in rows:
+        unknown = set(row) - set(schema.names)
+        if unknown:
+            raise KeyError(f"not columns of {name}: {sorted(unknown)}")
+        record = dict.fromkeys(schema.names)
+        if "tags" in record:
+            record["tags"] = []
+        record.update(row)
+        if isinstance(record.get("tags"), Mapping):
+            record["tags"] = list(record["tags"].items())
+        filled.append(record)
+    return pa.Table.from_pylist(filled, schema=schema)
+
+
+def attempts_table(rows: Iterable[Mapping[str, Any]]) -> pa.Table:
+    """Canonical attempts; status defaults to succeeded."""
+    return telemetry_table("attempts", [{"status": "succeeded", **row} for row in rows])
+
+
+def resources_table(rows: Iterable[Mapping[str, Any]]) -> pa.Table:
+    """Canonical attempt_resources."""
+    return telemetry_table("attempt_resources", rows)
+
+
+def experiments_table(rows: Iterable[Mapping[str, Any]] = ()) -> pa.Table:
+    """Canonical experiments (empty by default)."""
+    return telemetry_table("experiments", rows)
+
+
+def events_table(rows: Iterable[Mapping[str, Any]] = ()) -> pa.Table:
+    """Canonical attempt_events (empty by default)."""
+    return telemetry_table("attempt_events", rows)
+
+
+def make_config(tmp_path: Path, config: Config | Mapping[str, Any] | None = None) -> Config:
+    """A Config from a runcost.toml-shaped dict (or the defaults)."""
+    if isinstance(config, Config):
+        return config
+    return parse_config(dict(config or {}), base=tmp_path)
+
+
+@cache
+def sql_models() -> tuple[Model, ...]:
+    """The SQL models of sql/, parsed once per test session."""
+    return tuple(discover())
+
+
+def model(qualified: str) -> Model:
+    """One model of sql/ by its qualified name, such as checks.conservation."""
+    for item in sql_models():
+        if item.qualified == qualified:
+            return item
+    raise KeyError(qualified)
+
+
+def build_models(
+    tmp_path: Path,
+    lines: Sequence[Mapping[str, Any]],
+    attempts: pa.Table | Iterable[Mapping[str, Any]] = (),
+    resources: pa.Table | Iterable[Mapping[str, Any]] = (),
+    experiments: pa.Table | Iterable[Mapping[str, Any]] | None = None,
+    config: Config | Mapping[str, Any] | None = None,
+) -> tuple[duckdb.DuckDBPyConnection, BuildReport]:
+    """Build every model (pools included) in an in-memory DuckDB, as a run does."""
+    settings = make_config(tmp_path, config)
+    telemetry = {
+        "attempts": attempts if isinstance(attempts, pa.Table) else attempts_table(attempts),
+        "attempt_resources": (
+            resources if isinstance(resources, pa.Table) else resources_table(resources)
+        ),
+        "attempt_events": events_table(),
+        "experiments": (
+            experiments
+            if isinstance(experiments, pa.Table)
+            else experiments_table(experiments or ())
+        ),
+    }
+    delivery = write_cur(tmp_path, lines)
+    con = duckdb.connect()
+    con.execute("set TimeZone = 'UTC'")
+    write_pool_settings(con, settings)
+    if write_economics_settings is not None:
+        write_economics_settings(con, settings)
+    register_sources(con, [delivery], telemetry)
+    report = build(con, [*sql_models(), *pool_models(settings)])
+    return con, report
+
+
+def records(con: duckdb.DuckDBPyConnection, sql: str, *params: Any) -> list[dict[str, Any]]:
+    """Rows of a query as dicts."""
+    cursor = con.execute(sql, list(params))
+    columns = [item[0] for item in cursor.description]
+    return [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
+
+
+def rebuild(con: duckdb.DuckDBPyConnection, qualified: str) -> None:
+    """Re-create one model's table from its SQL (after a test changed its inputs)."""
+    item = model(qualified)
+    con.execute(f"create or replace {item.materialization} {item.qualified} as\n{item.sql}")
+
+
+def run_check(con: duckdb.DuckDBPyConnection, name: str) -> list[dict[str, Any]]:
+    """The rows a check returns now (zero rows = pass)."""
+    return records(con, f"select * from ({model('checks.' + name).sql})")
+
+
+def hours(count: float) -> timedelta:
+    """A timedelta of this many hours."""
+    return timedelta(hours=count)
+
+
+def dec(value: str | int) -> Decimal:
+    """A Decimal at the scale SQL money has (10 decimals)."""
+    return Decimal(value).quantize(Decimal("1e-10"))

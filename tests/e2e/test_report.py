@@ -1,0 +1,313 @@
+"""runcost report: one self-contained HTML file whose charts draw in headless Chromium."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from collections import defaultdict
+from collections.abc import Iterator
+from decimal import Decimal
+from html.parser import HTMLParser
+from pathlib import Path
+
+import duckdb
+import pytest
+from click.testing import CliRunner
+
+from pipeline.cli import main
+from pipeline.config import load_config
+from pipeline.report import data, write_report
+from pipeline.report.access import open_snapshot
+from pipeline.scenario import write_scenario
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    # every host name fails to resolve: the page must not need the network
+    "--host-resolver-rules=MAP * ~NOTFOUND",
+)
+BASE_CHARTS = {"spend-by-service-USD", "spend-by-kind-USD", "experiment-cost-USD"}
+
+
+@pytest.fixture(scope="module")
+def database(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from pipeline.run import run_pipeline
+
+    folder = tmp_path_factory.mktemp("report")
+    return run_pipeline(load_config(write_scenario(folder))).database
+
+
+TAG_COVERAGE_STAND_IN = """
+create table marts.tag_coverage as
+select provider, billing_period, billing_account_id, sub_account_id, service_name,
+    billing_currency, count(*) as cost_lines, sum(effective_cost) as total_cost,
+    coalesce(sum(effective_cost) filter (where attempt_tag is not null), 0) as attempt_tagged_cost,
+    coalesce(sum(effective_cost) filter (where experiment_tag is not null), 0)
+        as experiment_tagged_cost
+from normalized.cost_lines
+group by provider, billing_period, billing_account_id, sub_account_id, service_name,
+    billing_currency
+"""
+FRONTIER_STAND_IN = """
+create table marts.cost_quality_frontier as
+select costs.experiment_id, costs.allocation_model, experiments.higher_is_better,
+    experiments.quality_threshold, costs.effective_cost as total_cost,
+    max(attempts.metric_value) as best_metric_value, true as on_frontier
+from marts.experiment_costs as costs
+inner join telemetry.experiments as experiments on costs.experiment_id = experiments.experiment_id
+inner join telemetry.attempts as attempts on costs.experiment_id = attempts.experiment_id
+where attempts.metric_name = experiments.quality_metric
+group by costs.experiment_id, costs.allocation_model, experiments.higher_is_better,
+    experiments.quality_threshold, costs.effective_cost
+"""
+
+
+def optional_charts(database: Path) -> set[str]:
+    """The optional charts a snapshot has the marts for."""
+    con = open_snapshot(database)
+    try:
+        found = {"tag-coverage"} if data.table_exists(con, "marts.tag_coverage") else set()
+        if data.table_exists(con, "marts.cost_quality_frontier"):
+            found.add("cost-quality")
+    finally:
+        con.close()
+    return found
+
+
+@pytest.fixture(scope="module")
+def enriched(database: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the snapshot with stand-ins for the optional marts it does not publish yet."""
+    copy = tmp_path_factory.mktemp("enriched") / "runcost.duckdb"
+    shutil.copy(database, copy)
+    missing = {"tag-coverage", "cost-quality"} - optional_charts(database)
+    con = duckdb.connect(str(copy))
+    try:
+        con.execute("set TimeZone = 'UTC'")
+        if "tag-coverage" in missing:
+            con.execute(TAG_COVERAGE_STAND_IN)
+        if "cost-quality" in missing:
+            con.execute(FRONTIER_STAND_IN)
+    finally:
+        con.close()
+    return copy
+
+
+@pytest.fixture(scope="module")
+def report(database: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_report(database, tmp_path_factory.mktemp("html") / "report.html")
+
+
+@pytest.fixture
+def con(database: Path) -> Iterator[duckdb.DuckDBPyConnection]:
+    connection = open_snapshot(database)
+    yield connection
+    connection.close()
+
+
+def test_command_writes_one_file(database: Path, tmp_path: Path) -> None:
+    output = tmp_path / "out" / "report.html"
+    result = CliRunner().invoke(
+        main, ["report", "--database", str(database), "--output", str(output)]
+    )
+    assert result.exit_code == 0, result.output
+    assert f"wrote {output}" in result.output.replace("\n", "")
+    assert [path.name for path in output.parent.iterdir()] == ["report.html"]
+
+
+def test_report_before_anything_is_published(tmp_path: Path) -> None:
+    config = tmp_path / "runcost.toml"
+    config.write_text("", encoding="utf-8")
+    result = CliRunner().invoke(main, ["report", "--config", str(config)])
+    assert result.exit_code == 1
+    assert "nothing is published yet; run `runcost run` first" in result.output
+
+
+def test_report_is_self_contained(report: Path, database: Path) -> None:
+    html = report.read_text(encoding="utf-8")
+    without_namespace = html.replace("http://www.w3.org/2000/svg", "")
+    assert not re.search(r"https?://|//cdn|<link|@import|url\(|src=", without_namespace)
+    assert html.count("<svg") == len(BASE_CHARTS | optional_charts(database))
+
+
+def test_experiment_totals_are_the_marts(con: duckdb.DuckDBPyConnection) -> None:
+    totals: dict[str, Decimal] = defaultdict(Decimal)
+    statuses: dict[str, set[str]] = defaultdict(set)
+    for _, experiment, status, amount in data.experiment_status(con):
+        totals[experiment] += amount
+        statuses[experiment].add(status)
+    marts = dict(
+        con.execute(
+            "select experiment_id, effective_cost from marts.experiment_costs "
+            "where allocation_model = 'fully_loaded'"
+        ).fetchall()
+    )
+    assert totals == marts
+    assert statuses["exp-llm-7b"] == {"succeeded", "timeout"}
+    assert statuses["exp-vision-sweep"] == {"experiment only", "interrupted", "succeeded"}
+
+
+def test_daily_spend_adds_up_to_the_bill(con: duckdb.DuckDBPyConnection) -> None:
+    rows = data.daily_spend(con)
+    bill = con.execute("select sum(effective_cost) from normalized.cost_lines").fetchone()[0]
+    # days are prorated shares of a charge, each rounded to 10 places
+    assert abs(sum(row[4] for row in rows) - bill) < Decimal("0.000001")
+    assert {row[3] for row in rows} == {"attributed", "shared", "unallocated"}
+    days = sorted({row[1] for row in rows})
+    assert (days[0].isoformat(), days[-1].isoformat(), len(days)) == (
+        "2026-10-01",
+        "2026-10-31",
+        31,
+    )
+    split = data.service_split(con)
+    assert sum(row[5] for row in split) == bill
+
+
+def test_reconciliation_shows_period_status(con: duckdb.DuckDBPyConnection) -> None:
+    names, rows = data.reconciliation(con)
+    assert len(rows) == 8  # one period, two models, four bases
+    status = names.index("period_status")
+    assert {row[status] for row in rows} == {"final"}  # every scenario line is invoiced
+    assert {row[names.index("difference")] for row in rows} == {Decimal(0)}
+
+
+def test_report_tables_show_the_mart_amounts(report: Path, con: duckdb.DuckDBPyConnection) -> None:
+    html = report.read_text(encoding="utf-8")
+    for experiment, amount in con.execute(
+        "select experiment_id, effective_cost from marts.experiment_costs "
+        "where allocation_model = 'fully_loaded'"
+    ).fetchall():
+        assert experiment in html
+        assert f"{amount:,.2f}" in html
+    has_coverage = data.table_exists(con, "marts.tag_coverage")
+    assert ("id='tag-coverage'" in html) == has_coverage
+
+
+def test_optional_sections_draw_when_their_marts_exist(enriched: Path, tmp_path: Path) -> None:
+    html = write_report(enriched, tmp_path / "report.html").read_text(encoding="utf-8")
+    assert "id='tag-coverage'" in html and "data-chart='tag-coverage'" in html
+    assert "tagged cost / total_cost per billing_period" in html
+    assert "id='cost-quality'" in html and "data-chart='cost-quality'" in html
+    assert html.count("<svg") == len(BASE_CHARTS) + 2
+    con = open_snapshot(enriched)
+    try:
+        series, _ = data.tag_coverage(con)
+        expected = con.execute(
+            "select billing_period, sum(attempt_tagged_cost) / sum(total_cost) "
+            "from marts.tag_coverage group by all order by all"
+        ).fetchall()
+    finally:
+        con.close()
+    attempt = next(item for item in series if item.name == "attempt tagged USD")
+    assert attempt.points == [(period, float(share)) for period, share in expected]
+    assert 0 < attempt.points[0][1] < 1
+
+
+class _Charts(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.charts: dict[str, dict[str, str]] = {}
+        self.body: dict[str, str] = {}
+        self.title = ""
+        self._in_title = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        values = {key: value or "" for key, value in attrs}
+        if tag == "svg" and "data-chart" in values:
+            self.charts[values["data-chart"]] = values
+        elif tag == "body":
+            self.body = values
+        self._in_title = tag == "title" and not self.title and not self.charts
+
+    def handle_data(self, text: str) -> None:
+        if self._in_title:
+            self.title += text
+
+    def handle_endtag(self, tag: str) -> None:
+        self._in_title = False
+
+
+def chromium(page: Path, profile: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    command = [str(CHROMIUM), *CHROMIUM_FLAGS, f"--user-data-dir={profile}", *extra, page.as_uri()]
+    return subprocess.run(command, capture_output=True, text=True, timeout=180, check=False)
+
+
+def console_messages(stderr: str) -> list[str]:
+    """Lines Chromium logs for console output and uncaught errors (all at INFO level)."""
+    return [line for line in stderr.splitlines() if ":CONSOLE" in line or "Uncaught" in line]
+
+
+needs_chromium = pytest.mark.skipif(
+    not CHROMIUM.exists(), reason="/usr/bin/chromium is absent (Debian package `chromium`)"
+)
+
+
+@needs_chromium
+def test_console_check_catches_errors(tmp_path: Path) -> None:
+    # the check below must be able to fail: a page that logs and throws is caught
+    page = tmp_path / "broken.html"
+    page.write_text(
+        "<!DOCTYPE html><html><body><script>console.error('boom');"
+        "throw new Error('kaboom');</script></body></html>",
+        encoding="utf-8",
+    )
+    result = chromium(page, tmp_path / "profile", "--enable-logging=stderr", "--v=0", "--dump-dom")
+    messages = console_messages(result.stderr)
+    assert any('"boom"' in line for line in messages)
+    assert any("Uncaught Error: kaboom" in line for line in messages)
+
+
+@needs_chromium
+@pytest.mark.parametrize("which", ["scenario", "with-optional-marts"])
+def test_charts_render_in_chromium(
+    which: str,
+    database: Path,
+    enriched: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    page = write_report(enriched if which != "scenario" else database, tmp_path / "report.html")
+    dom = chromium(page, tmp_path / "dom", "--enable-logging=stderr", "--v=0", "--dump-dom")
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    assert console_messages(dom.stderr) == []
+    parsed = _Charts()
+    parsed.feed(dom.stdout)
+    optional = {"tag-coverage", "cost-quality"} if which != "scenario" else set()
+    expected = BASE_CHARTS | optional | optional_charts(database)
+    assert set(parsed.charts) == expected
+    assert parsed.body.get("data-report-rendered") == "ok"
+    assert parsed.title.endswith("(rendered)")
+    for name, chart in parsed.charts.items():
+        assert int(chart["data-rendered-width"]) > 0, name
+        assert int(chart["data-rendered-height"]) > 0, name
+        assert int(chart["data-marks-drawn"]) > 0, name
+    # 31 days x (4 services, 3 kinds), minus empty slices
+    assert int(parsed.charts["spend-by-kind-USD"]["data-marks-drawn"]) >= 31
+    # one bar segment per (experiment, attempt status) with cost, read from the same database
+    source = enriched if which != "scenario" else database
+    with duckdb.connect(str(source), read_only=True) as con:
+        segments = con.execute(
+            "select count(*) from (select experiment_id, status from marts.attempt_costs "
+            "where allocation_model = 'fully_loaded' group by all having sum(effective_cost) <> 0)"
+        ).fetchone()[0]
+        experiment_only = con.execute(
+            "select count(*) from marts.experiment_costs "
+            "where allocation_model = 'fully_loaded' and experiment_only_cost <> 0"
+        ).fetchone()[0]
+    drawn = int(parsed.charts["experiment-cost-USD"]["data-marks-drawn"])
+    assert drawn == segments + experiment_only
+
+    screenshot = tmp_path / f"report-{which}.png"
+    shot = chromium(
+        page, tmp_path / "shot", "--window-size=1100,2800", f"--screenshot={screenshot}"
+    )
+    assert shot.returncode == 0, shot.stderr[-2000:]
+    assert screenshot.stat().st_size > 10_000
+    with capsys.disabled():
+        print(f"\nreport screenshot ({which}): {screenshot}")

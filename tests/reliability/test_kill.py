@@ -1,0 +1,88 @@
+"""kill -9 of `runcost run` at every stage: the previous snapshot stays whole, a rerun recovers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+import pytest
+from worlds import (
+    change_telemetry,
+    kill_hard,
+    make_world,
+    manifests,
+    published_hashes,
+    run_in_process,
+    start_run,
+    wait_for_pause,
+)
+
+from pipeline.config import load_config
+from pipeline.lock import LOCK_NAME
+from pipeline.publish import DATABASE_NAME, content_hash, snapshot_record
+
+# the stages, and the steps of publish around its renames (see PAUSE_AT_ENV in pipeline/run.py)
+BEFORE_COMMIT = ["ingest", "build", "checks", "publish:snapshot", "publish:database"]
+AFTER_COMMIT = ["publish:pointer", "manifest"]
+
+
+def served_hashes(warehouse: Path) -> dict[str, str]:
+    """What a reader opening runcost.duckdb now sees, table by table."""
+    con = duckdb.connect(str(warehouse / DATABASE_NAME), read_only=True)
+    try:
+        folder = con.execute("select snapshot_folder from runcost_snapshot").fetchone()[0]
+        record = snapshot_record(Path(folder))
+        assert record is not None
+        return {name: content_hash(con, name)[2] for name in record["tables"]}
+    finally:
+        con.close()
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory, template: Path) -> dict:
+    """One warehouse for every kill: each test flips the telemetry, so each run changes content."""
+    config = make_world(tmp_path_factory.mktemp("kill") / "world", template)
+    change_telemetry(config)
+    assert run_in_process(config) == "published"
+    return {"config": config, "changed": True}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("point", BEFORE_COMMIT + AFTER_COMMIT)
+def test_kill_at_each_stage_then_rerun(
+    tmp_path: Path, point: str, world: dict, reference_hashes: dict, changed_hashes: dict
+) -> None:
+    config = world["config"]
+    warehouse = load_config(config).warehouse
+    previous_pointer = (warehouse / "CURRENT").read_text(encoding="utf-8")
+    previous = published_hashes(warehouse)
+    assert previous == (changed_hashes if world["changed"] else reference_hashes)
+    world["changed"] = not world["changed"]
+    change_telemetry(config, changed=world["changed"])
+    expected = changed_hashes if world["changed"] else reference_hashes
+
+    marker = tmp_path / "paused"
+    process = start_run(config, pause_at=point, pause_file=marker)
+    wait_for_pause(process, marker)
+    # a reader opening the database now sees one whole snapshot: the old one until the commit
+    assert served_hashes(warehouse) == (previous if point in BEFORE_COMMIT else expected)
+    kill_hard(process)
+
+    if point in BEFORE_COMMIT:
+        assert (warehouse / "CURRENT").read_text(encoding="utf-8") == previous_pointer
+        assert published_hashes(warehouse) == previous
+    assert run_in_process(config) == ("published" if point in BEFORE_COMMIT else "unchanged")
+    assert published_hashes(warehouse) == expected
+
+    runs = manifests(warehouse)
+    (killed,) = [item for item in runs if item.get("pid") == process.pid]
+    assert killed["status"] == ("interrupted" if point in BEFORE_COMMIT else "published")
+    assert killed["recovered"] is True
+    assert runs[-1]["status"] == ("published" if point in BEFORE_COMMIT else "unchanged")
+    snapshots = [path.name for path in (warehouse / "snapshots").iterdir()]
+    assert not [name for name in snapshots if name.startswith(".")], "half-written leftovers"
+    assert not list(warehouse.glob(".*.tmp"))
+    assert not (warehouse / "runs" / killed["run_id"] / "build.duckdb").exists()
+    assert (warehouse / LOCK_NAME).read_text(encoding="utf-8") == "", "lock released"
+    if point in BEFORE_COMMIT:  # the killed run's snapshot never became current: it is gone
+        assert killed["run_id"] not in snapshots

@@ -1,0 +1,251 @@
+"""checks.*: zero rows on a clean build, and rows naming the problem once a table is corrupted."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+from builders import at, cur_line, rebuild, records, run_check, sql_models
+
+D = Decimal
+CHECKS = sorted(item.name for item in sql_models() if item.layer == "checks")
+
+ATTEMPTS = [
+    {"attempt_id": "a1", "experiment_id": "e1", "started_at": at(10), "ended_at": at(11)},
+    {"attempt_id": "a2", "experiment_id": "e1", "started_at": at(10), "ended_at": at(11)},
+    {"attempt_id": "a3", "experiment_id": "e1", "status": "cancelled"},
+]
+LINES = [
+    # line 0: tagged to a1
+    cur_line(line_item_unblended_cost=10.0, resource_tags={"user_attempt_id": "a1"}),
+    # line 1: a2 held i-b for the whole hour
+    cur_line(line_item_unblended_cost=6.0, line_item_resource_id="i-b"),
+    # line 2: shared by the pool over a1 and a2
+    cur_line(line_item_unblended_cost=1.0, line_item_product_code="AmazonEKS"),
+    # line 3: unallocated
+    cur_line(line_item_unblended_cost=2.0, line_item_resource_id="i-idle"),
+]
+CONFIG = {"pools": [{"name": "eks", "selector": "service_name = 'AmazonEKS'", "driver": "even"}]}
+
+
+@pytest.fixture(scope="module")
+def clean(build_once):
+    """One clean build for the module: (connection, report)."""
+    return build_once(LINES, ATTEMPTS, [{"attempt_id": "a2", "resource_id": "i-b"}], config=CONFIG)
+
+
+@pytest.fixture
+def built(clean):
+    """The clean build; whatever a test corrupts is rolled back after it."""
+    con, _ = clean
+    con.begin()
+    yield con
+    con.rollback()
+
+
+def test_the_invariant_checks_exist():
+    assert {
+        "conservation",
+        "every_attempt_costed",
+        "no_double_counting",
+        "one_currency_per_attempt",
+        "shares_in_range",
+        "slices_sum_to_line",
+    } <= set(CHECKS)
+
+
+@pytest.mark.parametrize("check", CHECKS)
+def test_check_passes_on_a_clean_build(built, check):
+    kinds = records(
+        built,
+        "select allocation_kind, count(*) as n from allocation.cost_allocations "
+        "where allocation_model = 'fully_loaded' group by all order by all",
+    )
+    assert kinds == [
+        {"allocation_kind": "attributed", "n": 2},
+        {"allocation_kind": "shared", "n": 2},
+        {"allocation_kind": "unallocated", "n": 1},
+    ]
+    assert run_check(built, check) == []
+
+
+def test_build_report_lists_every_check(clean):
+    _, report = clean
+
+    assert sorted(report.checks_run) == CHECKS
+    assert report.check_failures == []
+
+
+def test_conservation_fails_when_a_slice_is_lost(built):
+    built.execute(
+        "delete from allocation.cost_allocations "
+        "where allocation_model = 'marginal' and allocation_kind = 'unallocated'"
+    )
+    rebuild(built, "marts.reconciliation")
+
+    rows = run_check(built, "conservation")
+
+    assert sorted((row["cost_basis"], row["difference"]) for row in rows) == [
+        ("billed_cost", D(3)),
+        ("effective_cost", D(3)),
+        ("net_cost", D(3)),
+    ]
+    assert {row["allocation_model"] for row in rows} == {"marginal"}
+
+
+def test_conservation_fails_when_a_slice_is_inflated(built):
+    built.execute(
+        "update allocation.cost_allocations set list_cost = list_cost + 0.0000000001 "
+        "where allocation_model = 'fully_loaded' and line_id = 0"
+    )
+    rebuild(built, "marts.reconciliation")
+
+    rows = run_check(built, "conservation")
+
+    assert [(row["allocation_model"], row["cost_basis"], row["difference"]) for row in rows] == [
+        ("fully_loaded", "list_cost", D("-0.0000000001"))
+    ]
+
+
+def test_every_attempt_costed_fails_on_a_missing_row(built):
+    built.execute(
+        "delete from marts.attempt_costs where attempt_id = 'a3' and allocation_model = 'marginal'"
+    )
+
+    rows = run_check(built, "every_attempt_costed")
+
+    assert rows == [{"attempt_id": "a3", "allocation_model": "marginal", "occurrences": 0}]
+
+
+def test_every_attempt_costed_fails_on_a_duplicate_row(built):
+    built.execute(
+        "insert into marts.attempt_costs select * from marts.attempt_costs "
+        "where attempt_id = 'a1' and allocation_model = 'fully_loaded'"
+    )
+
+    rows = run_check(built, "every_attempt_costed")
+
+    assert rows == [{"attempt_id": "a1", "allocation_model": "fully_loaded", "occurrences": 2}]
+
+
+def test_no_double_counting_fails_on_a_duplicate_line(built):
+    built.execute(
+        "insert into normalized.cost_lines select * from normalized.cost_lines where line_id = 1"
+    )
+
+    rows = run_check(built, "no_double_counting")
+
+    assert sorted((row["problem"], row["line_key"], row["occurrences"]) for row in rows) == [
+        ("duplicate line_id", "1", 2),
+        ("duplicate source row", "delivery-1:part-0.parquet:1", 2),
+    ]
+
+
+def test_no_double_counting_fails_on_a_split_cost_row(built):
+    built.execute("update normalized.cost_lines set operation = 'EKSPod-EC2' where line_id = 2")
+
+    rows = run_check(built, "no_double_counting")
+
+    assert rows == [
+        {"problem": "split-cost row counted in the bill", "line_key": "2", "occurrences": 1}
+    ]
+
+
+def test_one_currency_per_attempt_fails_on_mixed_currencies(build):
+    lines = [
+        cur_line(line_item_unblended_cost=1.0, resource_tags={"user_attempt_id": "a1"}),
+        cur_line(
+            line_item_unblended_cost=2.0,
+            line_item_currency_code="EUR",
+            resource_tags={"user_attempt_id": "a1"},
+        ),
+    ]
+
+    con, report = build(lines, ATTEMPTS, [])
+
+    expected = [
+        {"allocation_model": model, "attempt_id": "a1", "currencies": 2}
+        for model in ("fully_loaded", "marginal")
+    ]
+    rows = run_check(con, "one_currency_per_attempt")
+    assert sorted(rows, key=lambda row: row["allocation_model"]) == expected
+    assert [failure[0] for failure in report.check_failures] == ["one_currency_per_attempt"]
+
+
+def test_one_currency_per_attempt_fails_on_a_corrupted_slice(built):
+    built.execute(
+        "update allocation.cost_allocations set billing_currency = 'EUR' "
+        "where allocation_model = 'fully_loaded' and line_id = 0"
+    )
+
+    rows = run_check(built, "one_currency_per_attempt")
+
+    # a1 has line 0 by tag and a share of the pooled line 2
+    assert rows == [{"allocation_model": "fully_loaded", "attempt_id": "a1", "currencies": 2}]
+
+
+@pytest.mark.parametrize(
+    ("corruption", "line_id"),
+    [
+        pytest.param("update {t} set share = 1.5 where line_id = 0", 0, id="share-over-1"),
+        pytest.param(
+            "update {t} set share = -0.25 where line_id = 2 and attempt_id = 'a1'", 2, id="negative"
+        ),
+        pytest.param(
+            "update {t} set share = 0.5 where line_id = 1 and allocation_kind = 'attributed'",
+            1,
+            id="whole-line-shares-under-1",
+        ),
+        pytest.param(
+            "insert into {t} select * from {t} "
+            "where line_id = 1 and allocation_kind = 'attributed'",
+            1,
+            id="attributed-shares-over-1",
+        ),
+    ],
+)
+def test_shares_in_range_fails(built, corruption, line_id):
+    built.execute(
+        corruption.format(t="allocation.cost_allocations")
+        + " and allocation_model = 'fully_loaded'"
+    )
+
+    rows = run_check(built, "shares_in_range")
+
+    assert [(row["allocation_model"], row["line_id"]) for row in rows] == [
+        ("fully_loaded", line_id)
+    ]
+
+
+@pytest.mark.parametrize(
+    ("corruption", "model", "line_id"),
+    [
+        pytest.param(
+            "delete from {t} where line_id = 2 and attempt_id = 'a2'",
+            "fully_loaded",
+            2,
+            id="shared-slice-lost",
+        ),
+        pytest.param("delete from {t} where line_id = 3", "marginal", 3, id="line-missing"),
+        pytest.param(
+            "update {t} set net_cost = net_cost - 0.0000000001 where line_id = 1",
+            "marginal",
+            1,
+            id="net-off",
+        ),
+        pytest.param(
+            "update {t} set effective_cost = 0, list_cost = 1 where line_id = 0",
+            "fully_loaded",
+            0,
+            id="bases-off",
+        ),
+    ],
+)
+def test_slices_sum_to_line_fails(built, corruption, model, line_id):
+    built.execute(
+        corruption.format(t="allocation.cost_allocations") + " and allocation_model = ?", [model]
+    )
+
+    rows = run_check(built, "slices_sum_to_line")
+
+    assert [(row["allocation_model"], row["line_id"]) for row in rows] == [(model, line_id)]

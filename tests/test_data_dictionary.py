@@ -1,0 +1,176 @@
+"""The published contract: docs/data-dictionary.md names every published column with its type."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from pipeline.config import load_config
+from pipeline.scenario import write_scenario
+
+ROOT = Path(__file__).resolve().parent.parent
+DICTIONARY = ROOT / "docs" / "data-dictionary.md"
+HEADING = re.compile(r"^(#{2,3}) `?([a-z_]+\.[a-z_]+)`?\s*$")
+ANY_HEADING = re.compile(r"^#{1,3} ")
+# the FOCUS sample's header (FOCUS 1.0) and FOCUS 1.2 names that normalized.focus exports
+FOCUS_COLUMNS = {
+    "AvailabilityZone", "BilledCost", "BillingAccountId", "BillingAccountName",
+    "BillingCurrency", "BillingPeriodEnd", "BillingPeriodStart", "ChargeCategory", "ChargeClass",
+    "ChargeDescription", "ChargePeriodEnd", "ChargePeriodStart", "ConsumedQuantity",
+    "ConsumedUnit", "ContractedCost", "EffectiveCost", "InvoiceId", "InvoiceIssuerName",
+    "ListCost", "PricingUnit", "ProviderName", "PublisherName", "RegionId", "ResourceId",
+    "ServiceName", "SkuId", "SubAccountId", "SubAccountName", "Tags",
+}  # fmt: skip
+
+
+def documented_tables(text: str) -> dict[str, dict[str, str]]:
+    """schema.table -> {column: type} from each table's `| column | type |` table."""
+    tables: dict[str, dict[str, str]] = {}
+    current: str | None = None
+    in_table = False
+    for line in text.splitlines():
+        heading = HEADING.match(line)
+        if heading or ANY_HEADING.match(line):
+            current = heading.group(2) if heading else None
+            in_table = False
+            if current:
+                tables[current] = {}
+            continue
+        if current is None:
+            continue
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if line.startswith("|") and cells[:2] == ["column", "type"]:
+            in_table = not tables[current]  # only the first column table of a section
+            continue
+        if not line.startswith("|"):
+            in_table = False
+            continue
+        if in_table and not set(cells[0]) <= set("-: "):
+            for name in re.findall(r"`([^`]+)`", cells[0]):
+                tables[current][name] = cells[1]
+    return tables
+
+
+def normalize_type(text: str) -> str:
+    """DuckDB's spelling of a type, whichever way the dictionary writes it."""
+    compact = re.sub(r"\s+", "", text.upper())
+    return compact.replace("TIMESTAMPTZ", "TIMESTAMPWITHTIMEZONE")
+
+
+@pytest.fixture(scope="module")
+def published(tmp_path_factory: pytest.TempPathFactory) -> Iterator[duckdb.DuckDBPyConnection]:
+    from pipeline.run import run_pipeline
+
+    folder = tmp_path_factory.mktemp("contract")
+    result = run_pipeline(load_config(write_scenario(folder)))
+    con = duckdb.connect(str(result.database), read_only=True)
+    yield con
+    con.close()
+
+
+@pytest.fixture(scope="module")
+def published_columns(published: duckdb.DuckDBPyConnection) -> dict[str, dict[str, str]]:
+    tables = published.execute(
+        "select table_schema || '.' || table_name from information_schema.tables order by 1"
+    ).fetchall()
+    return {
+        name: {row[0]: str(row[1]) for row in published.execute(f"describe {name}").fetchall()}
+        for (name,) in tables
+    }
+
+
+@pytest.fixture(scope="module")
+def dictionary() -> dict[str, dict[str, str]]:
+    return documented_tables(DICTIONARY.read_text(encoding="utf-8"))
+
+
+def test_the_parser_reads_names_and_types() -> None:
+    text = (
+        "## marts.example\n\n| column | type | meaning |\n|---|---|---|\n"
+        "| `a` | VARCHAR | x |\n| `b`, `c` | DECIMAL(38,10) | y |\n\n"
+        "| column | type | meaning |\n|---|---|---|\n| `ignored` | INT | a second table |\n"
+        "## Prose\n| `not_a_column` | X | |\n"
+    )
+    assert documented_tables(text) == {
+        "marts.example": {"a": "VARCHAR", "b": "DECIMAL(38,10)", "c": "DECIMAL(38,10)"}
+    }
+    assert normalize_type("TIMESTAMPTZ") == "TIMESTAMPWITHTIMEZONE"
+    assert normalize_type("MAP(VARCHAR, VARCHAR)") == "MAP(VARCHAR,VARCHAR)"
+
+
+def test_every_published_table_is_documented(
+    published_columns: dict[str, dict[str, str]], dictionary: dict[str, dict[str, str]]
+) -> None:
+    missing = sorted(set(published_columns) - set(dictionary))
+    assert missing == [], f"add a section with a | column | type | table to {DICTIONARY.name}"
+
+
+def test_every_documented_table_is_published(
+    published_columns: dict[str, dict[str, str]], dictionary: dict[str, dict[str, str]]
+) -> None:
+    assert sorted(set(dictionary) - set(published_columns)) == []
+
+
+def test_columns_and_types_match_the_dictionary(
+    published_columns: dict[str, dict[str, str]], dictionary: dict[str, dict[str, str]]
+) -> None:
+    drift = []
+    for table, columns in sorted(published_columns.items()):
+        documented = dictionary.get(table, {})
+        for name, kind in columns.items():
+            if name not in documented:
+                drift.append(f"{table}.{name} ({kind}) is published but not documented")
+            elif normalize_type(documented[name]) != normalize_type(kind):
+                drift.append(f"{table}.{name} is {kind}, documented as {documented[name]}")
+        for name in documented.keys() - columns.keys():
+            drift.append(f"{table}.{name} is documented but not published")
+    assert drift == [], "\n".join(drift)
+
+
+def test_the_contract_is_versioned() -> None:
+    text = DICTIONARY.read_text(encoding="utf-8")
+    version = re.search(r"^Contract version: (\d+)$", text, re.MULTILINE)
+    assert version, "the dictionary states `Contract version: N` on a line of its own"
+    changelog = text.split("## Contract changelog", 1)
+    assert len(changelog) == 2, "the dictionary has a `## Contract changelog` section"
+    entries = re.findall(r"^### Version (\d+)\b", changelog[1], re.MULTILINE)
+    assert entries and int(entries[0]) == int(version.group(1)), (
+        "the newest changelog entry (first) is the current contract version"
+    )
+
+
+def test_focus_export_uses_focus_names(published_columns: dict[str, dict[str, str]]) -> None:
+    columns = published_columns["normalized.focus"]
+    assert columns.keys() >= FOCUS_COLUMNS
+    extensions = [name for name in columns if name not in FOCUS_COLUMNS]
+    assert extensions == [
+        "x_AttemptTag",
+        "x_ExperimentTag",
+        "x_LineId",
+        "x_ProviderLineType",
+        "x_SourceDelivery",
+    ], "custom columns carry the x_ prefix and come after the FOCUS columns"
+    for money in ("BilledCost", "EffectiveCost", "ListCost", "ContractedCost"):
+        assert columns[money] == "DECIMAL(38,10)"
+    assert columns["Tags"] == "JSON"
+
+
+def test_focus_export_keeps_every_line_and_total(published: duckdb.DuckDBPyConnection) -> None:
+    focus = published.execute(
+        'select count(*), sum("BilledCost"), sum("EffectiveCost"), sum("ListCost"), '
+        "count(distinct x_LineId), bool_and(\"ProviderName\" = 'AWS') from normalized.focus"
+    ).fetchone()
+    lines = published.execute(
+        "select count(*), sum(billed_cost), sum(effective_cost), sum(list_cost), count(*), true "
+        "from normalized.cost_lines"
+    ).fetchone()
+    assert focus == lines
+    tags = published.execute(
+        "select \"Tags\"->>'user_attempt_id', x_AttemptTag from normalized.focus "
+        "where x_AttemptTag is not null limit 1"
+    ).fetchone()
+    assert tags is not None and tags[0] == tags[1]

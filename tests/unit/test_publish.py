@@ -1,0 +1,153 @@
+"""Publish: hive-partitioned Parquet, views equal to the tables, content hashes, prune, recover."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from pipeline import publish as publish_module
+from pipeline.publish import (
+    DATABASE_NAME,
+    content_hash,
+    current_snapshot,
+    prune,
+    publish,
+    recover,
+    snapshot_record,
+    table_contents,
+    unchanged_snapshot,
+)
+
+
+@pytest.fixture
+def build() -> duckdb.DuckDBPyConnection:
+    """A small build: cost lines over two periods, an empty partitioned table, a HUGEINT column."""
+    con = duckdb.connect()
+    con.execute("set TimeZone = 'UTC'")
+    for schema in ("staging", "normalized", "marts", "attribution"):
+        con.execute(f"create schema {schema}")
+    con.execute(
+        "create table normalized.cost_lines as select range as line_id, "
+        "case when range < 3 then '2026-09' else '2026-10' end as billing_period, "
+        "(range * 1.25)::decimal(38, 10) as billed_cost, "
+        "map(['team'], ['ml']) as tags, timestamptz '2026-10-01 00:00:00+00' as charge_start "
+        "from range(7)"
+    )
+    con.execute(
+        "create table marts.reconciliation as select '2026-10' as billing_period, "
+        "true as invoiced where false"
+    )
+    con.execute(
+        "create table attribution.resource_time_overlaps as "
+        "select 1 as line_id, 10000000000000000000000000000000000001::hugeint as overlap_us"
+    )
+    for name in publish_module.TELEMETRY_VIEWS:
+        con.execute(f"create view staging.{name} as select 1 as id where false")
+    return con
+
+
+def test_partitioned_layout_and_views_equal_the_tables(tmp_path: Path, build) -> None:
+    snapshot = publish(build, tmp_path, "20261101T000000Z-aaaaaa")
+    folder = snapshot.folder
+    assert sorted(
+        str(path.relative_to(folder / "normalized"))
+        for path in (folder / "normalized").rglob("*.parquet")
+    ) == [
+        "cost_lines/billing_period=2026-09/part_0.parquet",
+        "cost_lines/billing_period=2026-10/part_0.parquet",
+    ]
+    assert (folder / "marts" / "reconciliation.parquet").is_file(), "empty: one plain file"
+    record = snapshot_record(folder)
+    assert record["tables"]["normalized.cost_lines"]["partition_by"] == "billing_period"
+    assert record["tables"]["marts.reconciliation"]["partition_by"] is None
+    assert record["tables"]["normalized.cost_lines"]["rows"] == 7
+
+    views = duckdb.connect(str(tmp_path / DATABASE_NAME), read_only=True)
+    for name, item in record["tables"].items():
+        columns, rows, digest = content_hash(views, name)
+        assert [list(column) for column in columns] == item["columns"], name
+        assert (rows, digest) == (item["rows"], item["content_hash"]), name
+    assert views.execute(
+        "select sum(billed_cost) from normalized.cost_lines where billing_period = '2026-09'"
+    ).fetchone()[0] == pytest.approx(3.75)
+    assert (
+        views.execute("select overlap_us from attribution.resource_time_overlaps").fetchone()[0]
+        == 10**37 + 1
+    ), "HUGEINT survives Parquet, as DECIMAL(38, 0)"
+    assert views.execute("select run_id from runcost_snapshot").fetchone()[0] == snapshot.run_id
+    views.close()
+    assert current_snapshot(tmp_path) == {"run_id": snapshot.run_id, "snapshot": str(folder)}
+
+
+def test_content_hash_ignores_order_but_not_duplicates() -> None:
+    con = duckdb.connect()
+    con.execute("create table a as select * from (values (1, 'x'), (2, 'y')) v(n, s)")
+    con.execute("create table b as select * from (values (2, 'y'), (1, 'x')) v(n, s)")
+    con.execute(
+        "create table c as select * from (values (1, 'x'), (1, 'x'), (2, 'y'), (2, 'y')) v(n, s)"
+    )
+    con.execute("create table d as select * from (values (1, 'x'), (2, 'z')) v(n, s)")
+    hashes = {name: content_hash(con, name)[2] for name in "abcd"}
+    assert hashes["a"] == hashes["b"]
+    assert len({hashes["a"], hashes["c"], hashes["d"]}) == 3
+
+
+def test_unchanged_snapshot_needs_equal_content_and_an_intact_database(
+    tmp_path: Path, build
+) -> None:
+    contents = table_contents(build)
+    hashes = {table.name: table.content_hash for table in contents}
+    assert unchanged_snapshot(tmp_path, hashes) is None, "nothing published yet"
+    publish(build, tmp_path, "20261101T000000Z-aaaaaa", contents)
+    assert unchanged_snapshot(tmp_path, hashes) == "20261101T000000Z-aaaaaa"
+    assert unchanged_snapshot(tmp_path, {**hashes, "normalized.cost_lines": "x"}) is None
+    (tmp_path / DATABASE_NAME).unlink()  # a reader could not open it: publish again
+    assert unchanged_snapshot(tmp_path, hashes) is None
+
+
+def test_prune_keeps_the_current_and_the_newest(tmp_path: Path) -> None:
+    snapshots = tmp_path / "snapshots"
+    for name in ("r1", "r2", "r3", "r4", "r5"):
+        (snapshots / name).mkdir(parents=True)
+    prune(snapshots, keep=3, current="r2")
+    assert sorted(path.name for path in snapshots.iterdir()) == ["r2", "r4", "r5"]
+
+
+def test_recover_removes_leftovers_and_realigns_current(tmp_path: Path, build) -> None:
+    publish(build, tmp_path, "20261101T000000Z-aaaaaa")
+    second = publish(build, tmp_path, "20261102T000000Z-bbbbbb")
+    # as if the second run died between the two renames: CURRENT still names the first
+    (tmp_path / "CURRENT").write_text(
+        json.dumps({"run_id": "20261101T000000Z-aaaaaa", "snapshot": "x"}), encoding="utf-8"
+    )
+    (tmp_path / "snapshots" / ".20261103T000000Z-cccccc.partial" / "marts").mkdir(parents=True)
+    (tmp_path / f".{DATABASE_NAME}.20261103T000000Z-cccccc.tmp").write_text("", encoding="utf-8")
+    (tmp_path / ".CURRENT.20261103T000000Z-cccccc.tmp").write_text("", encoding="utf-8")
+    removed = recover(tmp_path)
+    assert sorted(path.name for path in removed) == [
+        ".20261103T000000Z-cccccc.partial",
+        ".CURRENT.20261103T000000Z-cccccc.tmp",
+        f".{DATABASE_NAME}.20261103T000000Z-cccccc.tmp",
+    ]
+    assert current_snapshot(tmp_path) == {"run_id": second.run_id, "snapshot": str(second.folder)}
+
+
+def test_a_failed_write_leaves_nothing_behind(tmp_path: Path, build, monkeypatch) -> None:
+    first = publish(build, tmp_path, "20261101T000000Z-aaaaaa")
+
+    def broken(*args: object) -> None:
+        raise duckdb.IOException("Could not write file: Permission denied")
+
+    monkeypatch.setattr(publish_module, "_copy_table", broken)
+    with pytest.raises(publish_module.PublishError) as caught:
+        publish(build, tmp_path, "20261102T000000Z-bbbbbb")
+    staging = tmp_path / "snapshots" / ".20261102T000000Z-bbbbbb.partial"
+    assert str(caught.value) == (
+        f"could not write the snapshot to {staging}: Could not write file: "
+        "Permission denied; the current snapshot 20261101T000000Z-aaaaaa stays current"
+    )
+    assert sorted(path.name for path in (tmp_path / "snapshots").iterdir()) == [first.run_id]
+    assert current_snapshot(tmp_path)["run_id"] == first.run_id
