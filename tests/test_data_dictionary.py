@@ -10,6 +10,7 @@ import duckdb
 import pytest
 
 from pipeline.config import load_config
+from pipeline.runner import discover
 from pipeline.scenario import write_scenario
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -174,3 +175,55 @@ def test_focus_export_keeps_every_line_and_total(published: duckdb.DuckDBPyConne
         "where x_AttemptTag is not null limit 1"
     ).fetchone()
     assert tags is not None and tags[0] == tags[1]
+
+
+def grain_keys(grain: str) -> set[str] | None:
+    """The key columns a SQL header names in parentheses: `one row per (a, b) ...` -> {a, b}."""
+    found = re.search(r"\(([^)]*)\)", grain)
+    if found is None:
+        return None
+    return {
+        part.strip() for part in found.group(1).split(",") if re.fullmatch(r"\s*[a-z_]+\s*", part)
+    }
+
+
+def documented_grain_keys(text: str, table: str) -> set[str]:
+    """The columns in backticks in the first clause of the table's **Grain:** sentence."""
+    lines, inside = [], False
+    for line in text.splitlines():
+        heading = HEADING.match(line)
+        if heading:
+            inside = heading.group(2) == table
+            continue
+        if ANY_HEADING.match(line):
+            inside = False
+        if inside:
+            lines.append(line)
+    sentence = re.search(r"\*\*Grain:\*\*(.*?)(?:\.\s|\.$|$)", " ".join(lines))
+    assert sentence, f"{table}: the dictionary states no **Grain:**"
+    spans = re.findall(r"`([^`]*)`", sentence.group(1).split(";")[0])
+    return {word for span in spans for word in re.findall(r"[a-z_]+", span)}
+
+
+def test_grains_match_the_sql_headers() -> None:
+    """Each model's `-- grain:` key columns are the ones the dictionary gives for that table."""
+    text = DICTIONARY.read_text(encoding="utf-8")
+    checked = 0
+    for model in discover():
+        keys = grain_keys(model.grain)
+        if model.layer in ("staging", "checks") or keys is None:
+            continue
+        assert documented_grain_keys(text, model.qualified) == keys, model.qualified
+        checked += 1
+    assert checked >= 15
+
+
+def test_grain_drift_is_caught() -> None:
+    text = DICTIONARY.read_text(encoding="utf-8")
+    drifted = text.replace(
+        "**Grain:** one row per `(line_id, attempt_id)` with a positive overlap",
+        "**Grain:** one row per `(line_id, attempt_id, hour_start)` with a positive overlap",
+    )
+    assert drifted != text
+    table = "attribution.resource_time_overlaps"
+    assert documented_grain_keys(drifted, table) != documented_grain_keys(text, table)
