@@ -7,9 +7,9 @@ from pathlib import Path
 import click
 
 from pipeline.cli_common import config_option, console, reports_errors
-from pipeline.publish import DATABASE_NAME
 from pipeline.report import DEFAULT_REPORT_NAME, write_report
 from pipeline.report.access import published_database
+from pipeline.snapshots import DATABASE_NAME
 
 
 @click.command()

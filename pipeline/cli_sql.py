@@ -12,7 +12,6 @@ from rich.table import Table
 
 from pipeline.cli_common import config_option, console, reports_errors
 from pipeline.errors import RuncostError
-from pipeline.publish import DATABASE_NAME
 from pipeline.report.access import check_read_only, open_snapshot, published_database
 from pipeline.report.results import (
     column_names,
@@ -22,6 +21,7 @@ from pipeline.report.results import (
     write_json,
     write_parquet,
 )
+from pipeline.snapshots import DATABASE_NAME
 
 FORMATS = ("table", "csv", "json", "parquet")
 TABLE_ROWS = 1000

@@ -26,7 +26,7 @@ from rich.table import Table
 from pipeline.cli_common import config_option, reports_errors
 from pipeline.config import load_config
 from pipeline.lock import running_holder
-from pipeline.publish import DATABASE_NAME, current_snapshot, database_snapshot, snapshot_record
+from pipeline.snapshots import DATABASE_NAME, current_snapshot, database_snapshot, snapshot_record
 
 if TYPE_CHECKING:  # pipeline.run imports every stage; `runcost --help` should not wait
     from pipeline.run import RunEvent, RunResult

@@ -21,19 +21,18 @@ from pipeline.errors import CheckFailed
 from pipeline.ingest.aws_cur2 import Delivery, ingest_aws_exports
 from pipeline.lock import WarehouseLock
 from pipeline.pools import pool_models
-from pipeline.publish import (
+from pipeline.publish import publish, snapshot_hash, table_contents
+from pipeline.runner import BuildReport, Model, build, discover
+from pipeline.settings import write_settings
+from pipeline.snapshots import (
     DATABASE_NAME,
     current_snapshot,
     discard_snapshot,
-    publish,
     recover,
-    snapshot_hash,
-    table_contents,
     unchanged_snapshot,
 )
-from pipeline.runner import BuildReport, Model, build, discover
-from pipeline.settings import write_settings
 from pipeline.sources import TELEMETRY_TABLES, register_sources
+from pipeline.telemetry.adapters import read_sources
 from pipeline.telemetry.canonical import empty_table
 from pipeline.telemetry.files import load_telemetry
 
@@ -157,15 +156,17 @@ def _run(config: Config, events: _Events, run_dir: Path, manifest: dict) -> RunR
     manifest["inputs"] = {"deliveries": [_delivery_record(item) for item in deliveries]}
 
     events.start("telemetry", "canonical tables")
-    if config.telemetry is None:
+    if config.telemetry is None and not config.telemetry_sources:
         log.warning(
             "no [telemetry] path is configured: every cost line will be unallocated; "
             "set telemetry.path to the folder holding attempts.csv",
             extra={"stage": "telemetry"},
         )
         telemetry = {name: empty_table(name) for name in TELEMETRY_TABLES}
-    else:
+    elif not config.telemetry_sources:
         telemetry = load_telemetry(config.telemetry)
+    else:
+        telemetry = read_sources(config)
     manifest["inputs"]["telemetry"] = {name: table.num_rows for name, table in telemetry.items()}
     events.done("telemetry", f"{sum(table.num_rows for table in telemetry.values())} rows")
 

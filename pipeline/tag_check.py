@@ -12,7 +12,7 @@ import duckdb
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 
 from pipeline.errors import InputError
-from pipeline.publish import DATABASE_NAME
+from pipeline.snapshots import DATABASE_NAME
 from pipeline.tags import aws_tag_cur_key, cur_tag_key
 
 log = logging.getLogger("runcost")

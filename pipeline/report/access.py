@@ -13,7 +13,7 @@ from sqlglot import exp
 
 from pipeline.config import load_config
 from pipeline.errors import RuncostError
-from pipeline.publish import DATABASE_NAME
+from pipeline.snapshots import DATABASE_NAME
 
 READ_STATEMENTS = "select, with, from, values, pivot, unpivot, describe, show, summarize, explain"
 # Statement kinds a read can be made of. Anything else, and any of _WRITES anywhere inside one,

@@ -19,7 +19,8 @@ from worlds import (
 
 from pipeline.config import load_config
 from pipeline.lock import LOCK_NAME
-from pipeline.publish import DATABASE_NAME, content_hash, snapshot_record
+from pipeline.publish import content_hash
+from pipeline.snapshots import DATABASE_NAME, snapshot_record
 
 # the stages, and the steps of publish around its renames (see PAUSE_AT_ENV in pipeline/run.py)
 BEFORE_COMMIT = ["ingest", "build", "checks", "publish:snapshot", "publish:database"]

@@ -9,7 +9,7 @@ import duckdb
 from worlds import change_telemetry, make_world, run_in_process
 
 from pipeline.config import load_config
-from pipeline.publish import DATABASE_NAME
+from pipeline.snapshots import DATABASE_NAME
 
 TOTALS = (
     "select attempt_id, effective_cost from marts.attempt_costs "

@@ -16,9 +16,10 @@ import duckdb
 import pytest
 
 from pipeline.config import load_config
-from pipeline.publish import DATABASE_NAME, content_hash, current_snapshot, snapshot_record
+from pipeline.publish import content_hash
 from pipeline.run import PAUSE_AT_ENV, PAUSE_FILE_ENV, run_pipeline
 from pipeline.scenario import write_scenario
+from pipeline.snapshots import DATABASE_NAME, current_snapshot, snapshot_record
 
 ROOT = Path(__file__).resolve().parents[2]
 # att-llm-01 with 4 GPUs instead of 8: the GPU-seconds pools split differently, the bill is equal

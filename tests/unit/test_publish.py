@@ -9,15 +9,13 @@ import duckdb
 import pytest
 
 from pipeline import publish as publish_module
-from pipeline.publish import (
+from pipeline.publish import content_hash, publish, table_contents
+from pipeline.snapshots import (
     DATABASE_NAME,
-    content_hash,
     current_snapshot,
     prune,
-    publish,
     recover,
     snapshot_record,
-    table_contents,
     unchanged_snapshot,
 )
 

@@ -1,0 +1,177 @@
+"""The warehouse's snapshots: which is current, what each holds, and cleaning up after dead runs."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+from pathlib import Path
+
+import duckdb
+
+log = logging.getLogger("runcost")
+
+DATABASE_NAME = "runcost.duckdb"
+CURRENT_NAME = "CURRENT"
+SNAPSHOT_RECORD = "snapshot.json"
+KEEP_SNAPSHOTS = 3
+HASH_ALGORITHM = f"duckdb-{duckdb.__version__}:sum(hash(row)):v1"
+
+
+def current_snapshot(warehouse: Path) -> dict[str, str] | None:
+    """The pointer to the current snapshot, or None before the first publish."""
+    pointer = warehouse / CURRENT_NAME
+    if not pointer.is_file():
+        return None
+    return json.loads(pointer.read_text(encoding="utf-8"))
+
+
+def snapshot_record(folder: Path) -> dict | None:
+    """snapshot.json of a published snapshot (None for snapshots written before it existed)."""
+    path = folder / SNAPSHOT_RECORD
+    if not path.is_file():
+        return None
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def database_snapshot(warehouse: Path) -> tuple[str, str] | None:
+    """(run_id, snapshot folder) that runcost.duckdb reads, or None when there is none."""
+    database = warehouse / DATABASE_NAME
+    if not database.is_file():
+        return None
+    # attach from a fresh in-memory database: duckdb.connect(path) in a process that still has
+    # the old file open returns that old database, not the file now at the path
+    con = duckdb.connect()
+    try:
+        con.execute(f"attach '{sql_path(database)}' as served (read_only)")
+        row = con.execute("select run_id, snapshot_folder from served.runcost_snapshot").fetchone()
+    except duckdb.Error:
+        return None
+    finally:
+        con.close()
+    return (str(row[0]), str(row[1])) if row else None
+
+
+def unchanged_snapshot(warehouse: Path, hashes: dict[str, str]) -> str | None:
+    """The current run id when its snapshot holds exactly this content and serves it intact."""
+    current = current_snapshot(warehouse)
+    if current is None:
+        return None
+    folder = warehouse / "snapshots" / current["run_id"]
+    record = snapshot_record(folder)
+    if record is None or record.get("hash_algorithm") != HASH_ALGORITHM:
+        return None
+    published = {name: item["content_hash"] for name, item in record["tables"].items()}
+    # a moved warehouse or a hand-edited database must be republished even when data is equal
+    if published != hashes or database_snapshot(warehouse) != (current["run_id"], str(folder)):
+        return None
+    return current["run_id"]
+
+
+def recover(warehouse: Path) -> list[Path]:
+    """Clean up after runs that died (call it holding the lock); return what was removed.
+
+    Removes half-written snapshots, temporary databases and pointers, and makes CURRENT agree
+    with runcost.duckdb when a run died between the two renames.
+    """
+    removed: list[Path] = []
+    snapshots = warehouse / "snapshots"
+    if snapshots.is_dir():
+        for path in snapshots.iterdir():
+            if path.name.startswith(".") and path.is_dir():
+                shutil.rmtree(path, ignore_errors=True)
+                removed.append(path)
+    if warehouse.is_dir():
+        for pattern in (f".{DATABASE_NAME}.*.tmp", f".{CURRENT_NAME}.*.tmp"):
+            for path in warehouse.glob(pattern):
+                path.unlink(missing_ok=True)
+                removed.append(path)
+    served = database_snapshot(warehouse)
+    current = current_snapshot(warehouse)
+    if served and (current is None or current["run_id"] != served[0]):
+        log.warning(
+            "CURRENT named %s but runcost.duckdb serves %s (a run died between the two "
+            "renames); CURRENT now names %s",
+            current["run_id"] if current else "nothing",
+            served[0],
+            served[0],
+            extra={"stage": "recover"},
+        )
+        write_current(warehouse, served[0], Path(served[1]))
+    return removed
+
+
+def discard_snapshot(warehouse: Path, run_id: str) -> bool:
+    """Delete the snapshot folder of a run that never became current; False if it is current."""
+    current = current_snapshot(warehouse)
+    folder = warehouse / "snapshots" / run_id
+    if (current and current["run_id"] == run_id) or not folder.is_dir():
+        return False
+    remove_tree(folder)
+    return True
+
+
+def prune(snapshots: Path, keep: int, current: str) -> None:
+    """Keep the current snapshot and the newest others, `keep` in all."""
+    # readers that opened an older runcost.duckdb keep reading its snapshot, so keep a few
+    finished = sorted(
+        path
+        for path in snapshots.iterdir()
+        if path.is_dir() and not path.name.startswith(".") and path.name != current
+    )
+    for path in finished[: max(len(finished) - (keep - 1), 0)]:
+        remove_tree(path)
+
+
+def remove_tree(path: Path) -> None:
+    # rename first: a crash mid-delete leaves a hidden folder for recover(), never a half
+    # snapshot that looks whole
+    trash = path.with_name(f".{path.name}.trash")
+    os.replace(path, trash)
+    shutil.rmtree(trash, ignore_errors=True)
+
+
+def write_current(warehouse: Path, run_id: str, folder: Path) -> None:
+    pointer = warehouse / CURRENT_NAME
+    temporary = warehouse / f".{CURRENT_NAME}.{run_id}.tmp"
+    write_durably(temporary, json.dumps({"run_id": run_id, "snapshot": str(folder)}) + "\n")
+    os.replace(temporary, pointer)
+    sync_directory(warehouse)
+
+
+def write_durably(path: Path, text: str) -> None:
+    with path.open("w", encoding="utf-8") as handle:
+        handle.write(text)
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def sync_tree(root: Path) -> None:
+    # so that a power cut after the rename cannot leave a current snapshot with empty files
+    for folder, _, files in os.walk(root):
+        for name in files:
+            sync_file(Path(folder) / name)
+        sync_directory(Path(folder))
+
+
+def sync_file(path: Path) -> None:
+    descriptor = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
+
+
+def sync_directory(path: Path) -> None:
+    descriptor = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    except OSError:  # some filesystems refuse fsync on a directory; the rename still happened
+        pass
+    finally:
+        os.close(descriptor)
+
+
+def sql_path(path: Path) -> str:
+    return str(path).replace("'", "''")
