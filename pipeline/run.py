@@ -75,7 +75,9 @@ class RunResult:
 
 def new_run_id() -> str:
     """Sortable and unique: UTC start time plus a random suffix."""
-    return datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
+    # microseconds, so that sorting ids by name sorts runs by start even within one second
+    # (pruning and "the last run" both rely on it); the suffix keeps two hosts apart
+    return datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ") + "-" + secrets.token_hex(3)
 
 
 def run_pipeline(
