@@ -121,6 +121,15 @@ class Economics:
 
 
 @dataclass(frozen=True)
+class TelemetrySource:
+    """One [[telemetry.sources]] table: an adapter kind, its input path and its options."""
+
+    kind: str
+    path: Path | None
+    options: dict[str, Any] = field(default_factory=dict, compare=False)
+
+
+@dataclass(frozen=True)
 class Config:
     """The whole validated configuration; paths are absolute."""
 
@@ -128,6 +137,8 @@ class Config:
     warehouse: Path
     aws_exports: tuple[str, ...] = ()
     telemetry: Path | None = None
+    telemetry_sources: tuple[TelemetrySource, ...] = ()
+    telemetry_on_error: str = "fail"
     attempt_tag_keys: tuple[str, ...] = ("user_attempt_id",)
     experiment_tag_keys: tuple[str, ...] = ("user_experiment_id",)
     resource_time: bool = True
@@ -159,7 +170,7 @@ class Config:
 _SECTIONS: dict[str, set[str]] = {
     "warehouse": {"path", "memory_limit", "threads", "lock_timeout_seconds", "raw_retention_days"},
     "aws": {"exports", "endpoint_url", "region"},
-    "telemetry": {"path"},
+    "telemetry": {"path", "sources", "on_error"},
     "attribution": {"attempt_tag_keys", "experiment_tag_keys", "resource_time"},
     "economics": {
         "failure_rate_per_gpu_hour",
@@ -258,6 +269,9 @@ def parse_config(data: dict[str, Any], base: Path, path: Path | None = None) -> 
     telemetry_path = telemetry.get("path")
     if telemetry_path is not None and not isinstance(telemetry_path, str):
         raise ConfigError(f"{where}: telemetry.path must be a string (a folder)")
+    on_error = telemetry.get("on_error", "fail")
+    if on_error not in ("fail", "skip"):
+        raise ConfigError(f'{where}: telemetry.on_error must be "fail" or "skip"')
 
     attempt_keys = _string_list(
         attribution.get("attempt_tag_keys", ["user_attempt_id"]),
@@ -282,6 +296,8 @@ def parse_config(data: dict[str, Any], base: Path, path: Path | None = None) -> 
             if telemetry_path is not None
             else None
         ),
+        telemetry_sources=_parse_sources(telemetry.get("sources", []), base, where),
+        telemetry_on_error=on_error,
         attempt_tag_keys=tuple(attempt_keys),
         experiment_tag_keys=tuple(experiment_keys),
         resource_time=resource_time,
@@ -308,6 +324,31 @@ def _parse_economics(section: dict[str, Any], where: str) -> Economics:
             )
         values[key] = float(value)
     return Economics(**values)
+
+
+def _parse_sources(value: Any, base: Path, where: str) -> tuple[TelemetrySource, ...]:
+    from pipeline.telemetry.adapters import REGISTRY
+
+    if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
+        raise ConfigError(f"{where}: telemetry.sources must be [[telemetry.sources]] tables")
+    sources = []
+    for number, item in enumerate(value, start=1):
+        what = f"{where}: telemetry.sources[{number}]"
+        unknown = sorted(set(item) - {"kind", "path", "options"})
+        if unknown or item.get("kind") not in REGISTRY:
+            raise ConfigError(
+                f"{what}: needs kind = one of {', '.join(REGISTRY)}, optional path and "
+                f"[telemetry.sources.options]; found keys {', '.join(sorted(item))}"
+            )
+        options = item.get("options", {})
+        if not isinstance(options, dict):
+            raise ConfigError(f"{what}: options must be a table")
+        path = item.get("path")
+        if path is not None and not isinstance(path, str):
+            raise ConfigError(f"{what}: path must be a string")
+        resolved = None if path is None else _resolve_path(path, base, "path", what)
+        sources.append(TelemetrySource(item["kind"], resolved, options))
+    return tuple(sources)
 
 
 def _string_list(value: Any, what: str) -> list[str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandera.polars as pa
 import polars as pl
 
-STATUSES = ("succeeded", "failed", "interrupted", "cancelled", "timeout", "running")
+STATUSES = ("succeeded", "failed", "interrupted", "cancelled", "timeout", "running", "unknown")
 CAPACITY_TYPES = ("on_demand", "spot", "reserved", "capacity_block")
 # Columns a file must have; every other column may be absent (then NULL).
 REQUIRED = ("attempt_id", "experiment_id", "status")

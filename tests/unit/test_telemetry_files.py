@@ -463,7 +463,7 @@ def test_bad_status(tmp_path: Path, fmt: str) -> None:
 
     assert message == (
         f"{path}: row 1, column status: 'Succeeded' is not a valid status; use one of "
-        f"succeeded, failed, interrupted, cancelled, timeout, running {CONVENTION[fmt]}"
+        f"succeeded, failed, interrupted, cancelled, timeout, running, unknown {CONVENTION[fmt]}"
     )
 
 
@@ -699,7 +699,7 @@ def test_several_problems_are_listed_together(tmp_path: Path) -> None:
     assert message.splitlines() == [
         f"{path}: 3 problems {CONVENTION['csv']}:",
         "  row 1, column status: 'ok' is not a valid status; use one of succeeded, failed, "
-        "interrupted, cancelled, timeout, running",
+        "interrupted, cancelled, timeout, running, unknown",
         "  row 2, column gpu_count: -1 is negative; write 0 or more",
         "  row 3, column started_at: '2026-10-01 10:00' has no time zone; write UTC with a "
         "trailing Z (2026-10-01T10:00:00Z) or an explicit offset (2026-10-01T12:00:00+02:00)",
@@ -716,7 +716,7 @@ def test_many_bad_rows_are_counted_not_listed(tmp_path: Path) -> None:
     assert lines[0] == f"{path}: 5 problems {CONVENTION['csv']}:"
     assert lines[-1] == (
         "  row 5, column status: 'done' is not a valid status; use one of succeeded, failed, "
-        "interrupted, cancelled, timeout, running (3 more row(s) have the same problem)"
+        "interrupted, cancelled, timeout, running, unknown (3 more row(s) have the same problem)"
     )
 
 

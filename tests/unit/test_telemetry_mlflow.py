@@ -1,0 +1,277 @@
+"""MLflow SQLite tracking store -> canonical attempts: ids, statuses, times, metrics, bad input."""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from pipeline.errors import InputError
+from pipeline.telemetry import mlflow
+from pipeline.telemetry.adapters import arrow_schema, read
+
+UTC = dt.UTC
+T0 = 1_790_000_000_000  # 2026-09-21T14:13:20Z in epoch ms
+# The core of MLflow's documented SQL store schema (the columns the reader uses).
+DDL = """
+create table alembic_version (version_num varchar(32) not null primary key);
+create table experiments (experiment_id integer primary key, name varchar(256) not null,
+    artifact_location varchar(256), lifecycle_stage varchar(32), creation_time bigint,
+    last_update_time bigint);
+create table runs (run_uuid varchar(32) primary key, name varchar(250), source_type varchar(20),
+    user_id varchar(256), status varchar(9), start_time bigint, end_time bigint,
+    lifecycle_stage varchar(20), artifact_uri varchar(200), experiment_id integer,
+    deleted_time bigint);
+create table tags (key varchar(250) not null, value varchar(8000), run_uuid varchar(32) not null,
+    primary key (key, run_uuid));
+create table params (key varchar(250) not null, value varchar(8000) not null,
+    run_uuid varchar(32) not null, primary key (key, run_uuid));
+create table metrics (key varchar(250) not null, value float not null, timestamp bigint not null,
+    run_uuid varchar(32) not null, step bigint default 0 not null,
+    is_nan boolean default 0 not null);
+"""
+
+
+def at(minutes: float) -> dt.datetime:
+    return dt.datetime(2026, 9, 21, 14, 13, 20, tzinfo=UTC) + dt.timedelta(minutes=minutes)
+
+
+def store(
+    path: Path,
+    runs: list[tuple],
+    tags: list[tuple] = (),  # type: ignore[assignment]
+    metrics: list[tuple] = (),  # type: ignore[assignment]
+    params: list[tuple] = (),  # type: ignore[assignment]
+    version: str | None = "dc11669786a5",
+) -> Path:
+    """runs: (run_uuid, status, start ms, end ms, experiment_id); tags: (run, key, value)."""
+    con = sqlite3.connect(path)
+    con.executescript(DDL)
+    if version:
+        con.execute("insert into alembic_version values (?)", (version,))
+    con.execute("insert into experiments (experiment_id, name) values (1, 'resnet-sweep')")
+    con.execute("insert into experiments (experiment_id, name) values (2, 'llm-pretrain')")
+    con.executemany(
+        "insert into runs (run_uuid, status, start_time, end_time, experiment_id, "
+        "lifecycle_stage, artifact_uri) values (?, ?, ?, ?, ?, 'active', 's3://a/' || ?)",
+        [(*run, run[0]) for run in runs],
+    )
+    con.executemany("insert into tags (run_uuid, key, value) values (?, ?, ?)", tags)
+    con.executemany("insert into params (run_uuid, key, value) values (?, ?, ?)", params)
+    con.executemany(
+        "insert into metrics (run_uuid, key, value, timestamp, step, is_nan) "
+        "values (?, ?, ?, ?, ?, ?)",
+        metrics,
+    )
+    con.commit()
+    con.close()
+    return path
+
+
+def source(path: Path, **options: object) -> dict[str, object]:
+    return {"kind": "mlflow", "path": path, "options": options}
+
+
+def rows(path: Path, **options: object) -> list[dict]:
+    return read(source(path, **options), "mlflow test")["attempts"].to_pylist()
+
+
+def error(path: Path, **options: object) -> str:
+    with pytest.raises(InputError) as raised:
+        read(source(path, **options), "src")
+    return str(raised.value)
+
+
+def test_runs_become_attempts_with_utc_times_parent_metric_and_source_tags(
+    tmp_path: Path,
+) -> None:
+    path = store(
+        tmp_path / "mlflow.db",
+        runs=[
+            ("r1", "FINISHED", T0, T0 + 90 * 60_000, 1),
+            ("r2", "RUNNING", T0 + 60_000, None, 1),
+        ],
+        tags=[
+            ("r2", "mlflow.parentRunId", "r1"),
+            ("r1", "mlflow.runName", "bold-owl"),
+            ("r1", "gpu_count", "8"),
+            ("r1", "instance_type", "p5.48xlarge"),
+        ],
+        params=[("r1", "dataset_snapshot", "ds-7")],
+        metrics=[
+            ("r1", "val_acc", 0.5, T0 + 1000, 1, 0),
+            ("r1", "val_acc", 0.9, T0 + 2000, 3, 0),
+            ("r1", "val_acc", 0.7, T0 + 9000, 2, 0),  # later timestamp, lower step: not last
+        ],
+    )
+    tables = read(source(path, metric="val_acc"), "label")
+    assert tables["attempts"].schema == arrow_schema("attempts")
+    first, second = tables["attempts"].to_pylist()
+    assert first["attempt_id"] == "mlflow:r1"
+    assert first["experiment_id"] == "1"
+    assert first["status"] == "succeeded"
+    assert first["started_at"] == at(0)
+    assert first["ended_at"] == at(90)
+    assert first["metric_name"] == "val_acc"
+    assert first["metric_value"] == pytest.approx(0.9)
+    assert first["gpu_count"] == 8
+    assert first["instance_type"] == "p5.48xlarge"
+    assert first["dataset_snapshot"] == "ds-7"
+    assert first["artifact_uri"] == "s3://a/r1"
+    assert dict(first["tags"]) == {
+        "source": "mlflow",
+        "source_native_id": "r1",
+        "run_name": "bold-owl",
+    }
+    assert second["attempt_id"] == "mlflow:r2"
+    assert second["parent_attempt_id"] == "mlflow:r1"
+    assert second["status"] == "running"
+    assert second["ended_at"] is None
+    assert second["metric_name"] is None
+    assert tables["attempt_resources"].num_rows == 0
+
+
+@pytest.mark.parametrize(
+    ("raw", "status"),
+    [
+        ("FINISHED", "succeeded"),
+        ("FAILED", "failed"),
+        ("KILLED", "cancelled"),
+        ("RUNNING", "running"),
+        ("SCHEDULED", "running"),
+    ],
+)
+def test_statuses_map(tmp_path: Path, raw: str, status: str) -> None:
+    path = store(tmp_path / "m.db", runs=[("r1", raw, T0, None, 1)])
+    assert rows(path)[0]["status"] == status
+
+
+def test_unknown_status_is_kept_as_unknown_with_raw_value_and_reported(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = store(tmp_path / "m.db", runs=[("r1", "PAUSED", T0, None, 1)])
+    with caplog.at_level(logging.WARNING, logger="runcost"):
+        (row,) = rows(path)
+    assert row["status"] == "unknown"
+    assert dict(row["tags"])["raw_status"] == "PAUSED"
+    assert "1 attempt(s) with a status runcost does not know" in caplog.text
+    assert "'PAUSED' x1" in caplog.text
+
+
+def test_configured_id_tags_win_and_fall_back_to_prefixed_run_id(tmp_path: Path) -> None:
+    path = store(
+        tmp_path / "m.db",
+        runs=[("r1", "FINISHED", T0, T0 + 1, 2), ("r2", "FINISHED", T0, T0 + 1, 2)],
+        tags=[
+            ("r1", "user_attempt_id", "att-42"),
+            ("r1", "user_experiment_id", "exp-9"),
+            ("r2", "mlflow.parentRunId", "r1"),
+            ("r2", "instance_id", "i-0abc"),
+        ],
+    )
+    found = read(
+        source(
+            path,
+            attempt_id_tag="user_attempt_id",
+            experiment_id_tag="user_experiment_id",
+            experiment_id_from="name",
+        ),
+        "src",
+    )
+    first, second = found["attempts"].to_pylist()
+    assert (first["attempt_id"], first["experiment_id"]) == ("att-42", "exp-9")
+    assert (second["attempt_id"], second["experiment_id"]) == ("mlflow:r2", "llm-pretrain")
+    assert second["parent_attempt_id"] == "att-42"
+    (resource,) = found["attempt_resources"].to_pylist()
+    assert resource["attempt_id"] == "mlflow:r2"
+    assert resource["resource_id"] == "i-0abc"
+    assert (resource["started_at"], resource["ended_at"]) == (
+        at(0),
+        at(0) + dt.timedelta(0, 0, 1000),
+    )
+
+
+def test_sqlite_url_and_empty_prefix(tmp_path: Path) -> None:
+    path = store(tmp_path / "m.db", runs=[("r1", "FINISHED", T0, T0, 1)])
+    assert rows(f"sqlite:///{path}", id_prefix="")  # type: ignore[arg-type][0]["attempt_id"] == "r1"
+
+
+def test_nan_metric_is_null(tmp_path: Path) -> None:
+    path = store(
+        tmp_path / "m.db",
+        runs=[("r1", "FAILED", T0, T0, 1)],
+        metrics=[("r1", "loss", 0.0, T0, 5, 1)],
+    )
+    row = rows(path, metric="loss")[0]
+    assert (row["metric_name"], row["metric_value"]) == ("loss", None)
+
+
+def test_unknown_schema_version_names_the_supported_ones(tmp_path: Path) -> None:
+    path = store(tmp_path / "m.db", runs=[], version="0123abcd")
+    message = error(path)
+    assert "schema version 0123abcd" in message
+    assert "dc11669786a5" in message
+    assert 'accept_schema_version = "0123abcd"' in message
+    assert rows(path, accept_schema_version="0123abcd") == []
+
+
+def test_store_without_alembic_version_is_refused(tmp_path: Path) -> None:
+    path = store(tmp_path / "m.db", runs=[], version=None)
+    assert "no alembic_version table" in error(path)
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        (None, "MLflow store not found"),
+        (b"not a database at all" * 100, "cannot be read as SQLite"),
+    ],
+)
+def test_missing_or_unreadable_store(tmp_path: Path, content: bytes | None, expected: str) -> None:
+    path = tmp_path / "m.db"
+    if content is not None:
+        path.write_bytes(content)
+    assert expected in error(path)
+
+
+def test_end_before_start_fails_naming_the_run_or_is_skipped_and_counted(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = store(
+        tmp_path / "m.db",
+        runs=[("good", "FINISHED", T0, T0 + 5, 1), ("bad", "FINISHED", T0 + 5, T0, 1)],
+    )
+    message = error(path)
+    assert message.startswith(f"src: {path}: run bad: end_time ")
+    assert "is before start_time" in message
+    with caplog.at_level(logging.WARNING, logger="runcost"):
+        kept = read({**source(path), "on_error": "skip"}, "src")["attempts"].to_pylist()
+    assert [row["attempt_id"] for row in kept] == ["mlflow:good"]
+    assert "skipped 1 bad record(s)" in caplog.text
+
+
+def test_two_runs_with_one_attempt_tag_value_are_refused(tmp_path: Path) -> None:
+    path = store(
+        tmp_path / "m.db",
+        runs=[("r1", "FINISHED", T0, T0, 1), ("r2", "FINISHED", T0 + 1, T0 + 1, 1)],
+        tags=[("r1", "att", "same"), ("r2", "att", "same")],
+    )
+    message = error(path, attempt_id_tag="att")
+    assert "run r2: attempt id 'same' (tag att) is also on run r1" in message
+
+
+def test_bad_gpu_count_tag_and_unknown_option(tmp_path: Path) -> None:
+    path = store(
+        tmp_path / "m.db", runs=[("r1", "FINISHED", T0, T0, 1)], tags=[("r1", "gpu_count", "8.5")]
+    )
+    assert "run r1: tag gpu_count '8.5' is not a whole number" in error(path)
+    assert "unknown option(s) colour" in error(path, colour="red")
+
+
+def test_supported_versions_are_documented() -> None:
+    docs = Path(__file__).parents[2] / "docs" / "telemetry.md"
+    for version in mlflow.SUPPORTED_VERSIONS:
+        assert version in docs.read_text(encoding="utf-8")
