@@ -17,6 +17,14 @@ import pyarrow as pa
 
 from pipeline.errors import InputError
 from pipeline.telemetry.adapters import Outcome, table
+from pipeline.telemetry.slurm_fields import (
+    expand_hostlist,
+    parse_epoch,
+    parse_gpus,
+    parse_local_time,
+    parse_number,
+    parse_tres,
+)
 
 log = logging.getLogger("runcost")
 
@@ -41,8 +49,6 @@ _TAG_PAIRS = (
     "wckey:WCKey exit_code:ExitCode state_reason:Reason elapsed_s:ElapsedRaw"
 )
 TAG_COLUMNS = dict(pair.split(":") for pair in _TAG_PAIRS.split())
-NO_NODES = ("", "none assigned", "(null)", "none")
-NO_TIME = ("", "unknown", "none", "n/a")
 HOW = "export with sacct --json, or sacct -D -P --format=JobIDRaw,JobID,...,NodeList,AllocTRES"
 
 
@@ -121,7 +127,7 @@ def _json_jobs(text: str, path: Path, outcome: Outcome) -> Iterator[Job]:
     if not isinstance(data, dict) or not isinstance(data.get("jobs"), list):
         raise InputError(f"{outcome.label}: {path}: no top-level 'jobs' list; {HOW}")
     for index, job in enumerate(data["jobs"]):
-        job_id = _number(job.get("job_id")) if isinstance(job, dict) else None
+        job_id = parse_number(job.get("job_id")) if isinstance(job, dict) else None
         where = f"{path}: jobs[{index}]" + (f" (job {job_id})" if job_id else "")
         if not job_id:
             outcome.bad(where, f"no job_id; {HOW}")
@@ -138,7 +144,7 @@ def _json_job(job: dict, where: str, job_id: str) -> Job:
     if isinstance(current, list):  # data_parser v0.0.39+: ["COMPLETED"] or flags after it
         current = current[0] if current else ""
     array = job.get("array") or {}
-    array_job, task = _number(array.get("job_id")), _number(array.get("task_id"))
+    array_job, task = parse_number(array.get("job_id")), parse_number(array.get("task_id"))
     pairs = [
         (
             f"{t.get('type')}/{t.get('name')}" if t.get("name") else str(t.get("type")),
@@ -147,20 +153,20 @@ def _json_job(job: dict, where: str, job_id: str) -> Job:
         for t in (job.get("tres") or {}).get("allocated") or []
         if isinstance(t, dict)
     ]
-    gpus, gpu_type, node_count = _gpus(pairs)
+    gpus, gpu_type, node_count = parse_gpus(pairs)
 
     def inner(key: str, sub: str) -> object:
         value = job.get(key)
         return value.get(sub) if isinstance(value, dict) else value
 
-    exit_code = _number(inner("exit_code", "return_code"))
+    exit_code = parse_number(inner("exit_code", "return_code"))
     tags = {
         **{tag: job.get(tag) for tag in ("cluster", "account", "user", "partition", "qos")},
         "comment": inner("comment", "job"),
         "wckey": inner("wckey", "wckey"),
         "exit_code": exit_code,
         "state_reason": state.get("reason") if isinstance(state, dict) else None,
-        "elapsed_s": _number(time.get("elapsed")),
+        "elapsed_s": parse_number(time.get("elapsed")),
         "array_job": array_job,
     }
     return Job(
@@ -169,51 +175,18 @@ def _json_job(job: dict, where: str, job_id: str) -> Job:
         display_id=f"{array_job}_{task}" if array_job and task is not None else job_id,
         name=str(job.get("name") or ""),
         state=str(current or ""),
-        submitted=_epoch(time.get("submission")),
-        started=_epoch(time.get("start")),
-        ended=_epoch(time.get("end")),
+        submitted=parse_epoch(time.get("submission")),
+        started=parse_epoch(time.get("start")),
+        ended=parse_epoch(time.get("end")),
         nodes=expand_hostlist(str(job.get("nodes") or "")),
         gpus=gpus,
         gpu_type=gpu_type,
-        node_count=node_count if node_count is not None else _number(job.get("allocation_nodes")),
+        node_count=node_count
+        if node_count is not None
+        else parse_number(job.get("allocation_nodes")),
         tags={k: str(v) for k, v in tags.items() if v not in (None, "")},
         steps=len(job.get("steps") or []),
     )
-
-
-def _number(value: object) -> int | None:
-    """An int from sacct JSON: plain, or {"set": true, "number": n} (data_parser v0.0.39+)."""
-    if isinstance(value, dict):
-        if not value.get("set", True) or value.get("infinite"):
-            return None
-        value = value.get("number")
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return int(value)
-    text = str(value or "").strip()
-    return int(text) if text.isdigit() else None
-
-
-def _epoch(value: object) -> dt.datetime | None:
-    seconds = _number(value)  # sacct writes 0 for a time that has not come (not started/ended)
-    return dt.datetime.fromtimestamp(seconds, UTC) if seconds else None
-
-
-def _gpus(pairs: list[tuple[str, object]]) -> tuple[int | None, str | None, int | None]:
-    """(gpu_count, gpu_type, node_count) from TRES: gres/gpu, else the sum of gres/gpu:<type>."""
-    plain = typed = nodes = None
-    types = []
-    for name, count in pairs:
-        if name == "gres/gpu":
-            plain = _number(count)
-        elif name.startswith("gres/gpu:"):
-            typed = (typed or 0) + (_number(count) or 0)
-            types.append(name.split(":", 1)[1])
-        elif name == "node":
-            nodes = _number(count)
-    return (plain if plain is not None else typed), (",".join(sorted(types)) or None), nodes
-
-
-# ---- sacct --parsable2 -------------------------------------------------------------------
 
 
 def _parsable_jobs(text: str, path: Path, zone: ZoneInfo | None, outcome: Outcome) -> Iterator[Job]:
@@ -257,7 +230,7 @@ def _parsable_jobs(text: str, path: Path, zone: ZoneInfo | None, outcome: Outcom
 
 
 def _parsable_job(row: dict[str, str], where: str, job_id: str, zone: ZoneInfo | None) -> Job:
-    gpus, gpu_type, tres_nodes = _gpus(_tres(row.get("AllocTRES", "")))
+    gpus, gpu_type, tres_nodes = parse_gpus(parse_tres(row.get("AllocTRES", "")))
     display = (row.get("JobID") or job_id).strip()
     tags = {tag: row.get(column, "").strip() for tag, column in TAG_COLUMNS.items()}
     tags["array_job"] = display.split("_")[0] if "_" in display else ""
@@ -268,9 +241,9 @@ def _parsable_job(row: dict[str, str], where: str, job_id: str, zone: ZoneInfo |
         display_id=display,
         name=row.get("JobName", "").strip(),
         state=row.get("State", ""),
-        submitted=_local_time(row.get("Submit", ""), zone, "Submit"),
-        started=_local_time(row.get("Start", ""), zone, "Start"),
-        ended=_local_time(row.get("End", ""), zone, "End"),
+        submitted=parse_local_time(row.get("Submit", ""), zone, "Submit"),
+        started=parse_local_time(row.get("Start", ""), zone, "Start"),
+        ended=parse_local_time(row.get("End", ""), zone, "End"),
         nodes=expand_hostlist(row.get("NodeList", "")),
         gpus=gpus,
         gpu_type=gpu_type,
@@ -282,65 +255,11 @@ def _parsable_job(row: dict[str, str], where: str, job_id: str, zone: ZoneInfo |
 def _fold_step(job: Job, row: dict[str, str]) -> None:
     """A step row counts toward its job and fills GPUs and nodes the job row lacks."""
     job.steps += 1
-    gpus, gpu_type, _ = _gpus(_tres(row.get("AllocTRES", "")))
+    gpus, gpu_type, _ = parse_gpus(parse_tres(row.get("AllocTRES", "")))
     if job.gpus is None and gpus is not None:
         job.gpus, job.gpu_type = gpus, job.gpu_type or gpu_type
     if not job.nodes:
         job.nodes = expand_hostlist(row.get("NodeList", ""))
-
-
-def _tres(text: str) -> list[tuple[str, object]]:
-    """billing=96,cpu=96,gres/gpu:a100=8,mem=1120G,node=1 -> [(name, count)]."""
-    pairs = [item.partition("=") for item in text.split(",") if "=" in item]
-    return [(name.strip(), value.strip()) for name, _, value in pairs]
-
-
-def _local_time(text: str, zone: ZoneInfo | None, column: str) -> dt.datetime | None:
-    """A sacct time (naive local, with an offset, or epoch seconds) in UTC; Unknown -> None."""
-    text = text.strip()
-    if text.lower() in NO_TIME:
-        return None
-    if text.isdigit():  # SLURM_TIME_FORMAT=%s
-        return dt.datetime.fromtimestamp(int(text), UTC)
-    try:
-        value = dt.datetime.fromisoformat(text)
-    except ValueError:
-        raise ValueError(f"{column} {text!r} is not a time; unset SLURM_TIME_FORMAT") from None
-    if value.tzinfo is None:
-        if zone is None:
-            raise ValueError(
-                f"{column} {text!r} has no time zone; set the cluster's zone in the source's "
-                'options (timezone = "America/Toronto")'
-            )
-        value = value.replace(tzinfo=zone)
-    return value.astimezone(UTC)
-
-
-def expand_hostlist(text: str) -> list[str]:
-    """Slurm hostlist -> node names: gpu-[01-02,07],cpu1 -> gpu-01 gpu-02 gpu-07 cpu1."""
-    if text.strip().lower() in NO_NODES:
-        return []
-    names: list[str] = []
-    for part in re.findall(r"(?:[^,\[]|\[[^\]]*\])+", text.strip()):
-        expanded = [""]
-        for literal, ranges in re.findall(r"([^\[]*)(?:\[([^\]]*)\])?", part):
-            tails = [literal + value for value in _ranges(ranges, text)] if ranges else [literal]
-            expanded = [head + tail for head in expanded for tail in tails]
-        names.extend(expanded)
-    return list(dict.fromkeys(names))
-
-
-def _ranges(ranges: str, text: str) -> list[str]:
-    values = []
-    for item in ranges.split(","):
-        low, dash, high = item.strip().partition("-")
-        if not low.isdigit() or (dash and not high.isdigit()):
-            raise ValueError(f"NodeList {text!r}: {item!r} is not N or N-M")
-        values.extend(str(n).zfill(len(low)) for n in range(int(low), int(high or low) + 1))
-    return values
-
-
-# ---- attempts and resources --------------------------------------------------------------
 
 
 def _attempts(jobs: list[Job], options: dict, outcome: Outcome, label: str) -> list[dict]:
@@ -479,7 +398,7 @@ def _resources(rows: list[dict], path: Path, zone: ZoneInfo | None) -> list[dict
         try:
             if not node or not instance:
                 raise ValueError("node and instance_id must not be empty")
-            valid = (_local_time(entry[c] or "", zone, c) for c in ("valid_from", "valid_to"))
+            valid = (parse_local_time(entry[c] or "", zone, c) for c in ("valid_from", "valid_to"))
             by_node.setdefault(node, []).append((instance, *valid))
         except ValueError as exc:
             raise InputError(f"{path}: line {line}: {exc}") from None
