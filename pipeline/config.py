@@ -9,102 +9,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import sqlglot
-from sqlglot import expressions as exp
-
+from pipeline.config_pools import Pool, parse_pools
 from pipeline.errors import ConfigError
 
-# Columns of normalized.cost_lines a pool selector may name. tests/unit/test_config.py checks this
-# list against the model's real output, so the two cannot drift apart.
-COST_LINE_COLUMNS = frozenset(
-    {
-        "line_id",
-        "provider",
-        "source_delivery",
-        "source_file",
-        "source_line",
-        "billing_account_id",
-        "billing_account_name",
-        "sub_account_id",
-        "sub_account_name",
-        "billing_period",
-        "billing_period_start",
-        "billing_period_end",
-        "charge_period_start",
-        "charge_period_end",
-        "charge_category",
-        "charge_class",
-        "charge_description",
-        "provider_line_type",
-        "service_name",
-        "sku_id",
-        "usage_type",
-        "operation",
-        "resource_id",
-        "region_id",
-        "availability_zone",
-        "instance_type",
-        "pricing_unit",
-        "consumed_quantity",
-        "usage_seconds",
-        "billing_currency",
-        "invoice_id",
-        "billed_cost",
-        "effective_cost",
-        "list_cost",
-        "net_cost",
-        "tags",
-        "attempt_tag",
-        "experiment_tag",
-    }
-)
-
-# Columns of telemetry attempts a pool's `attempts` filter may name.
-ATTEMPT_COLUMNS = frozenset(
-    {
-        "attempt_id",
-        "experiment_id",
-        "parent_attempt_id",
-        "model_version",
-        "config_version",
-        "dataset_snapshot",
-        "provider",
-        "account_id",
-        "region",
-        "cluster",
-        "namespace",
-        "instance_type",
-        "gpu_type",
-        "gpu_count",
-        "node_count",
-        "capacity_type",
-        "submitted_at",
-        "started_at",
-        "ended_at",
-        "status",
-        "failure_reason",
-        "metric_name",
-        "metric_value",
-        "artifact_uri",
-        "tags",
-    }
-)
-
-POOL_DRIVERS = ("gpu_seconds", "even")
-POOL_SPREADS = ("charge_period", "billing_period")
 DEFAULT_CONFIG_NAME = "runcost.toml"
 _MEMORY = re.compile(r"\d+(\.\d+)?\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)", re.IGNORECASE)
-
-
-@dataclass(frozen=True)
-class Pool:
-    """A shared-cost pool: which cost lines it takes, and how it spreads them over attempts."""
-
-    name: str
-    selector: str
-    driver: str = "gpu_seconds"
-    spread: str = "charge_period"
-    attempts: str = "true"
 
 
 @dataclass(frozen=True)
@@ -181,7 +90,6 @@ _SECTIONS: dict[str, set[str]] = {
         "stale_checkpoint_days",
     },
 }
-_POOL_KEYS = {"name", "selector", "driver", "spread", "attempts"}
 
 
 def load_config(path: Path | str | None = None) -> Config:
@@ -285,7 +193,7 @@ def parse_config(data: dict[str, Any], base: Path, path: Path | None = None) -> 
     if not isinstance(resource_time, bool):
         raise ConfigError(f"{where}: attribution.resource_time must be true or false")
 
-    pools = _parse_pools(data.get("pools", []), where)
+    pools = parse_pools(data.get("pools", []), where)
 
     return Config(
         path=path,
@@ -369,82 +277,3 @@ def _resolve_location(value: str, base: Path) -> str:
         return value
     candidate = Path(value).expanduser()
     return str(candidate if candidate.is_absolute() else (base / candidate).resolve())
-
-
-def _parse_pools(value: Any, where: str) -> tuple[Pool, ...]:
-    if not isinstance(value, list):
-        raise ConfigError(f"{where}: pools must be written as [[pools]] tables")
-    pools: list[Pool] = []
-    seen: set[str] = set()
-    for index, item in enumerate(value, start=1):
-        label = f"{where}: pools[{index}]"
-        if not isinstance(item, dict):
-            raise ConfigError(f"{label} must be a table with name, selector and driver")
-        for key in item:
-            if key not in _POOL_KEYS:
-                raise ConfigError(
-                    f"{label}: unknown key {key}; allowed: {', '.join(sorted(_POOL_KEYS))}"
-                )
-        name = item.get("name")
-        if not isinstance(name, str) or not name:
-            raise ConfigError(f"{label}: name is required (a non-empty string)")
-        if name in seen:
-            raise ConfigError(f"{label}: pool name {name!r} is used twice; names must be unique")
-        seen.add(name)
-        selector = item.get("selector")
-        if not isinstance(selector, str) or not selector.strip():
-            raise ConfigError(
-                f"{label} ({name}): selector is required: a SQL condition over "
-                "normalized.cost_lines, such as \"service_name = 'AmazonEKS'\""
-            )
-        validate_condition(selector, COST_LINE_COLUMNS, f"{label} ({name}).selector")
-        attempts = item.get("attempts", "true")
-        if not isinstance(attempts, str) or not attempts.strip():
-            raise ConfigError(f"{label} ({name}).attempts must be a SQL condition string")
-        validate_condition(attempts, ATTEMPT_COLUMNS, f"{label} ({name}).attempts")
-        driver = item.get("driver", "gpu_seconds")
-        if driver not in POOL_DRIVERS:
-            raise ConfigError(
-                f"{label} ({name}): driver {driver!r} is not supported; "
-                f"allowed: {', '.join(POOL_DRIVERS)}"
-            )
-        spread = item.get("spread", "charge_period")
-        if spread not in POOL_SPREADS:
-            raise ConfigError(
-                f"{label} ({name}): spread {spread!r} is not supported; "
-                f"allowed: {', '.join(POOL_SPREADS)}"
-            )
-        pools.append(
-            Pool(name=name, selector=selector, driver=driver, spread=spread, attempts=attempts)
-        )
-    return tuple(pools)
-
-
-_FORBIDDEN = (exp.Select, exp.Subquery, exp.Union, exp.Command, exp.Insert, exp.Delete, exp.Drop)
-
-
-def validate_condition(text: str, columns: frozenset[str], what: str) -> exp.Expression:
-    """Parse one boolean SQL condition and check that it names only known columns."""
-    try:
-        parsed = sqlglot.parse(text, dialect="duckdb")
-    except sqlglot.errors.ParseError as error:
-        raise ConfigError(f"{what}: not a valid SQL condition: {error}") from error
-    if len(parsed) != 1 or parsed[0] is None:
-        raise ConfigError(f"{what}: must be exactly one SQL condition, without ';'")
-    expression = parsed[0]
-    for node in expression.walk():
-        if isinstance(node, _FORBIDDEN):
-            raise ConfigError(
-                f"{what}: only a condition over columns is allowed, not a query or statement"
-            )
-        if isinstance(node, exp.Column):
-            if node.table:
-                raise ConfigError(
-                    f"{what}: write plain column names, not {node.sql()!r} with a table"
-                )
-            if node.name not in columns:
-                raise ConfigError(
-                    f"{what}: unknown column {node.name!r}; known columns: "
-                    f"{', '.join(sorted(columns))}"
-                )
-    return expression

@@ -6,7 +6,8 @@ import duckdb
 import sqlglot
 from sqlglot import expressions as exp
 
-from pipeline.config import ATTEMPT_COLUMNS, COST_LINE_COLUMNS, Config, validate_condition
+from pipeline.config import Config
+from pipeline.config_pools import ATTEMPT_COLUMNS, COST_LINE_COLUMNS, validate_condition
 from pipeline.runner import Model, parse_model
 from pipeline.tags import cur_tag_keys
 

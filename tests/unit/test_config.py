@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.config import COST_LINE_COLUMNS, load_config, parse_config
+from pipeline.config import load_config, parse_config
+from pipeline.config_pools import COST_LINE_COLUMNS
 from pipeline.errors import ConfigError
 
 
@@ -152,7 +153,7 @@ def test_selector_columns_match_the_cost_lines_model(built_empty) -> None:
 
 
 def test_attempts_condition_columns_match_the_telemetry_contract() -> None:
-    from pipeline.config import ATTEMPT_COLUMNS
+    from pipeline.config_pools import ATTEMPT_COLUMNS
     from pipeline.telemetry import arrow_schema
 
     canonical = set(arrow_schema("attempts").names)
