@@ -1,0 +1,235 @@
+"""SageMaker adapter: DescribeTrainingJob JSON -> attempts split at spot interruptions."""
+
+from __future__ import annotations
+
+import copy
+import datetime as dt
+import json
+import logging
+from pathlib import Path
+
+import pytest
+
+from pipeline.errors import InputError
+from pipeline.telemetry import adapters, sagemaker
+from pipeline.telemetry.canonical import arrow_schema
+
+LABEL = "telemetry.sources[2] (sagemaker)"
+ARN = "arn:aws:sagemaker:us-east-1:123456789012:training-job/llm-spot"
+
+
+def at(text: str) -> dt.datetime:
+    return dt.datetime.fromisoformat(text).replace(tzinfo=dt.UTC)
+
+
+def transition(status: str, start: str, end: str | None, message: str = "") -> dict:
+    row = {"Status": status, "StartTime": f"2026-10-01T{start}+00:00", "StatusMessage": message}
+    if end:
+        row["EndTime"] = f"2026-10-01T{end}+00:00"
+    return row
+
+
+SPOT_JOB = {
+    "TrainingJobName": "llm-spot",
+    "TrainingJobArn": ARN,
+    "TrainingJobStatus": "Completed",
+    "SecondaryStatus": "Completed",
+    "HyperParameters": {"experiment_id": '"exp1"', "lr": "0.001"},
+    "ResourceConfig": {"InstanceType": "ml.p4d.24xlarge", "InstanceCount": 2},
+    "EnableManagedSpotTraining": True,
+    "CreationTime": "2026-10-01T09:55:00+00:00",
+    "TrainingStartTime": "2026-10-01T10:00:00+00:00",
+    "TrainingEndTime": "2026-10-01T12:00:00+00:00",
+    "TrainingTimeInSeconds": 7200,
+    "BillableTimeInSeconds": 6600,
+    "FinalMetricDataList": [{"MetricName": "val:loss", "Value": 1.25}],
+    "ModelArtifacts": {"S3ModelArtifacts": "s3://bucket/llm-spot/model.tar.gz"},
+    "SecondaryStatusTransitions": [
+        transition("Starting", "09:55:00", "10:00:00"),
+        transition("Training", "10:05:00", "11:00:00"),
+        transition("Interrupted", "11:00:00", "11:10:00", "spot capacity reclaimed"),
+        transition("Restarting", "11:10:00", "11:15:00"),
+        transition("Training", "11:15:00", "11:55:00"),
+        transition("Uploading", "11:55:00", "12:00:00"),
+        transition("Completed", "12:00:00", None, "Training job completed"),
+    ],
+}
+
+
+def write(tmp_path: Path, *jobs: dict, name: str = "job.json") -> dict:
+    data = jobs[0] if len(jobs) == 1 else list(jobs)
+    (tmp_path / name).write_text(json.dumps(data))
+    return {"kind": "sagemaker", "path": tmp_path / name, "options": {}}
+
+
+def test_spot_job_splits_into_attempts_at_interruptions(tmp_path: Path) -> None:
+    tables = sagemaker.read(write(tmp_path, SPOT_JOB), LABEL)
+    for name, table in tables.items():
+        assert table.schema == arrow_schema(name)
+    first, second = tables["attempts"].to_pylist()
+    assert (first["attempt_id"], first["parent_attempt_id"], first["status"]) == (
+        "llm-spot#1",
+        None,
+        "interrupted",
+    )
+    assert (first["started_at"], first["ended_at"]) == (
+        at("2026-10-01T10:00:00"),
+        at("2026-10-01T11:00:00"),
+    )
+    assert (second["attempt_id"], second["parent_attempt_id"], second["status"]) == (
+        "llm-spot#2",
+        "llm-spot#1",
+        "succeeded",
+    )
+    assert (second["started_at"], second["ended_at"]) == (
+        at("2026-10-01T11:10:00"),
+        at("2026-10-01T12:00:00"),
+    )
+    assert (second["metric_name"], second["metric_value"]) == ("val:loss", 1.25)
+    assert first["metric_name"] is None
+    for row in (first, second):
+        assert (row["experiment_id"], row["gpu_count"], row["node_count"]) == ("exp1", 16, 2)
+        assert (row["account_id"], row["region"], row["capacity_type"]) == (
+            "123456789012",
+            "us-east-1",
+            "spot",
+        )
+        assert dict(row["tags"]) == {
+            "source": "sagemaker",
+            "source_native_id": ARN,
+            "training_job_name": "llm-spot",
+            "billable_time_s": "6600",
+            "training_time_s": "7200",
+            "secondary_status": "Completed",
+        }
+    resources = [
+        (r["attempt_id"], r["resource_id"], r["resource_kind"], r["started_at"], r["ended_at"])
+        for r in tables["attempt_resources"].to_pylist()
+    ]
+    kind = "sagemaker_training_job"
+    assert resources == [
+        ("llm-spot#1", ARN, kind, at("2026-10-01T10:00:00"), at("2026-10-01T11:00:00")),
+        ("llm-spot#2", ARN, kind, at("2026-10-01T11:10:00"), at("2026-10-01T12:00:00")),
+    ]
+    events = [
+        (e["attempt_id"], e["event_type"], e["duration_s"])
+        for e in tables["attempt_events"].to_pylist()
+    ]
+    assert events == [
+        ("llm-spot#1", "starting", 300.0),
+        ("llm-spot#1", "started", 3300.0),
+        ("llm-spot#1", "interrupted", 600.0),
+        ("llm-spot#2", "resumed", 300.0),
+        ("llm-spot#2", "started", 2400.0),
+        ("llm-spot#2", "uploading", 300.0),
+        ("llm-spot#2", "finished", None),
+    ]
+
+
+def test_job_without_interruption_is_one_attempt_from_a_folder(tmp_path: Path) -> None:
+    job = copy.deepcopy(SPOT_JOB)
+    job["SecondaryStatusTransitions"] = [transition("Training", "10:00:00", "12:00:00")]
+    job["TrainingJobStatus"], job["SecondaryStatus"] = "Failed", "MaxRuntimeExceeded"
+    job["Tags"] = [{"Key": "experiment_id", "Value": "exp-tagged"}]
+    job["EnableManagedSpotTraining"] = False
+    folder = tmp_path / "jobs"
+    folder.mkdir()
+    write(folder, job)
+    [row] = sagemaker.read({"kind": "sagemaker", "path": folder}, LABEL)["attempts"].to_pylist()
+    assert (row["attempt_id"], row["experiment_id"], row["status"]) == (
+        "llm-spot",
+        "exp-tagged",
+        "timeout",
+    )
+    assert (row["capacity_type"], row["ended_at"]) == ("on_demand", at("2026-10-01T12:00:00"))
+
+
+def test_running_job_leaves_last_attempt_open(tmp_path: Path) -> None:
+    job = copy.deepcopy(SPOT_JOB)
+    job["TrainingJobStatus"] = "InProgress"
+    del job["TrainingEndTime"]
+    job["SecondaryStatusTransitions"] = job["SecondaryStatusTransitions"][:5]
+    attempts = sagemaker.read(write(tmp_path, job), LABEL)["attempts"].to_pylist()
+    assert [(a["status"], a["ended_at"]) for a in attempts] == [
+        ("interrupted", at("2026-10-01T11:00:00")),
+        ("running", None),
+    ]
+
+
+def test_epoch_seconds_and_unknown_instance_type(tmp_path: Path) -> None:
+    job = copy.deepcopy(SPOT_JOB)
+    job.pop("SecondaryStatusTransitions")
+    job["TrainingStartTime"] = at("2026-10-01T10:00:00").timestamp()
+    job["ResourceConfig"]["InstanceType"] = "ml.trn1.32xlarge"
+    [row] = sagemaker.read(write(tmp_path, job), LABEL)["attempts"].to_pylist()
+    assert (row["started_at"], row["gpu_count"]) == (at("2026-10-01T10:00:00"), None)
+
+
+def _no_name(job: dict) -> None:
+    del job["TrainingJobName"]
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (_no_name, "TrainingJobName or TrainingJobArn is missing"),
+        (
+            lambda job: job.update(TrainingStartTime="2026-10-01T10:00:00"),
+            "(job llm-spot), TrainingStartTime: '2026-10-01T10:00:00' has no time zone; "
+            "write it with +00:00 or Z",
+        ),
+        (
+            lambda job: job.update(TrainingEndTime="2026-10-01T09:00:00Z"),
+            "(job llm-spot): TrainingEndTime 2026-10-01T09:00:00+00:00 is before "
+            "TrainingStartTime 2026-10-01T10:00:00+00:00",
+        ),
+        (
+            lambda job: job.update(HyperParameters={}),
+            "(job llm-spot): no experiment id; tag the job experiment_id=<experiment id>",
+        ),
+    ],
+)
+def test_bad_job_names_it(tmp_path: Path, change, message: str) -> None:
+    job = copy.deepcopy(SPOT_JOB)
+    change(job)
+    with pytest.raises(InputError) as caught:
+        sagemaker.read(write(tmp_path, job), LABEL)
+    assert str(caught.value).startswith(f"{LABEL}: {tmp_path / 'job.json'}")
+    assert message in str(caught.value)
+
+
+def test_duplicate_job_and_skip(tmp_path: Path, caplog) -> None:
+    other = copy.deepcopy(SPOT_JOB) | {"TrainingJobName": "other", "TrainingJobArn": ARN + "2"}
+    source = write(tmp_path, SPOT_JOB, SPOT_JOB, other)
+    with pytest.raises(InputError) as caught:
+        sagemaker.read(source, LABEL)
+    path = tmp_path / "job.json"
+    assert str(caught.value) == (
+        f"{LABEL}: {path}: item 2: training job llm-spot also in {path}: item 1; keep one "
+        "DescribeTrainingJob output per job"
+    )
+    source["on_error"] = "skip"
+    with caplog.at_level(logging.WARNING, logger="runcost"):
+        attempts = sagemaker.read(source, LABEL)["attempts"]
+    assert attempts.column("attempt_id").to_pylist() == [
+        "llm-spot#1",
+        "llm-spot#2",
+        "other#1",
+        "other#2",
+    ]
+    assert "skipped 1 bad record(s)" in caplog.text
+
+
+def test_unknown_status_is_kept_and_reported(tmp_path: Path, caplog) -> None:
+    job = copy.deepcopy(SPOT_JOB) | {"TrainingJobStatus": "Deleting"}
+    with caplog.at_level(logging.WARNING, logger="runcost"):
+        attempts = sagemaker.read(write(tmp_path, job), LABEL)["attempts"].to_pylist()
+    assert [a["status"] for a in attempts] == ["interrupted", "unknown"]
+    assert dict(attempts[1]["tags"])["raw_status"] == "Deleting"
+    assert "attempt(s) with unknown TrainingJobStatus ['Deleting']" in caplog.text
+
+
+def test_read_through_the_adapter_registry(tmp_path: Path) -> None:
+    tables = adapters.read(write(tmp_path, SPOT_JOB) | {"on_error": "fail"}, LABEL)
+    assert tables["attempts"].column("attempt_id").to_pylist() == ["llm-spot#1", "llm-spot#2"]
+    assert tables["attempt_events"].num_rows == 7
