@@ -27,6 +27,7 @@ REGISTRY: dict[str, str] = {
     "slurm": "pipeline.telemetry.slurm:read",
     "kubernetes": "pipeline.telemetry.kubernetes:read",
     "sagemaker": "pipeline.telemetry.sagemaker:read",
+    "checkpoint_log": "pipeline.telemetry.checkpoint_log:read",
     "canonical": "pipeline.telemetry.adapters:read_canonical",
 }
 # A raw status no adapter knows becomes this, with the raw value in tags["raw_status"].
