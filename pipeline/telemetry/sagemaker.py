@@ -64,7 +64,7 @@ def read(source: dict[str, object], label: str) -> dict[str, pa.Table]:
     """Read DescribeTrainingJob JSON (a file, or a folder of *.json) into canonical tables.
 
     Each file holds one DescribeTrainingJob response, or a JSON list of them. A managed-spot job
-    interrupted and restarted n times becomes n + 1 attempts (`<job>#1`, `<job>#2`, ...), each
+    interrupted and restarted n times becomes n + 1 attempts (`<job>`, `<job>#2`, ...), each
     holding the job ARN as its resource for its own interval.
     """
     opts = options(source)
@@ -255,7 +255,9 @@ def job_rows(job: dict, where: str, opts: dict[str, Any]) -> tuple[list, list, l
     if final == "unknown":
         tags["raw_status"] = raw
     tags = {k: str(v) for k, v in tags.items() if v is not None}
-    ids = [base] if len(spans) == 1 else [f"{base}#{n}" for n in range(1, len(spans) + 1)]
+    # the first run keeps the plain id, so it does not change when the job is interrupted later
+    # (the rule the Slurm and checkpoint-log adapters follow too)
+    ids = [base] + [f"{base}#{n}" for n in range(2, len(spans) + 1)]
     attempts, resources = [], []
     for index, (span_start, span_end) in enumerate(spans):
         last = index == len(spans) - 1

@@ -68,7 +68,7 @@ def test_spot_job_splits_into_attempts_at_interruptions(tmp_path: Path) -> None:
         assert table.schema == arrow_schema(name)
     first, second = tables["attempts"].to_pylist()
     assert (first["attempt_id"], first["parent_attempt_id"], first["status"]) == (
-        "llm-spot#1",
+        "llm-spot",
         None,
         "interrupted",
     )
@@ -78,7 +78,7 @@ def test_spot_job_splits_into_attempts_at_interruptions(tmp_path: Path) -> None:
     )
     assert (second["attempt_id"], second["parent_attempt_id"], second["status"]) == (
         "llm-spot#2",
-        "llm-spot#1",
+        "llm-spot",
         "succeeded",
     )
     assert (second["started_at"], second["ended_at"]) == (
@@ -108,7 +108,7 @@ def test_spot_job_splits_into_attempts_at_interruptions(tmp_path: Path) -> None:
     ]
     kind = "sagemaker_training_job"
     assert resources == [
-        ("llm-spot#1", ARN, kind, at("2026-10-01T10:00:00"), at("2026-10-01T11:00:00")),
+        ("llm-spot", ARN, kind, at("2026-10-01T10:00:00"), at("2026-10-01T11:00:00")),
         ("llm-spot#2", ARN, kind, at("2026-10-01T11:10:00"), at("2026-10-01T12:00:00")),
     ]
     events = [
@@ -116,9 +116,9 @@ def test_spot_job_splits_into_attempts_at_interruptions(tmp_path: Path) -> None:
         for e in tables["attempt_events"].to_pylist()
     ]
     assert events == [
-        ("llm-spot#1", "starting", 300.0),
-        ("llm-spot#1", "started", 3300.0),
-        ("llm-spot#1", "interrupted", 600.0),
+        ("llm-spot", "starting", 300.0),
+        ("llm-spot", "started", 3300.0),
+        ("llm-spot", "interrupted", 600.0),
         ("llm-spot#2", "resumed", 300.0),
         ("llm-spot#2", "started", 2400.0),
         ("llm-spot#2", "uploading", 300.0),
@@ -212,9 +212,9 @@ def test_duplicate_job_and_skip(tmp_path: Path, caplog) -> None:
     with caplog.at_level(logging.WARNING, logger="runcost"):
         attempts = sagemaker.read(source, LABEL)["attempts"]
     assert attempts.column("attempt_id").to_pylist() == [
-        "llm-spot#1",
+        "llm-spot",
         "llm-spot#2",
-        "other#1",
+        "other",
         "other#2",
     ]
     assert "skipped 1 bad record(s)" in caplog.text
@@ -231,5 +231,5 @@ def test_unknown_status_is_kept_and_reported(tmp_path: Path, caplog) -> None:
 
 def test_read_through_the_adapter_registry(tmp_path: Path) -> None:
     tables = adapters.read(write(tmp_path, SPOT_JOB) | {"on_error": "fail"}, LABEL)
-    assert tables["attempts"].column("attempt_id").to_pylist() == ["llm-spot#1", "llm-spot#2"]
+    assert tables["attempts"].column("attempt_id").to_pylist() == ["llm-spot", "llm-spot#2"]
     assert tables["attempt_events"].num_rows == 7
