@@ -48,6 +48,7 @@ class Config:
     telemetry: Path | None = None
     telemetry_sources: tuple[TelemetrySource, ...] = ()
     telemetry_on_error: str = "fail"
+    telemetry_keep_published: bool = True
     attempt_tag_keys: tuple[str, ...] = ("user_attempt_id",)
     experiment_tag_keys: tuple[str, ...] = ("user_experiment_id",)
     resource_time: bool = True
@@ -79,7 +80,7 @@ class Config:
 _SECTIONS: dict[str, set[str]] = {
     "warehouse": {"path", "memory_limit", "threads", "lock_timeout_seconds", "raw_retention_days"},
     "aws": {"exports", "endpoint_url", "region"},
-    "telemetry": {"path", "sources", "on_error"},
+    "telemetry": {"path", "sources", "on_error", "keep_published"},
     "attribution": {"attempt_tag_keys", "experiment_tag_keys", "resource_time"},
     "economics": {
         "failure_rate_per_gpu_hour",
@@ -180,6 +181,9 @@ def parse_config(data: dict[str, Any], base: Path, path: Path | None = None) -> 
     on_error = telemetry.get("on_error", "fail")
     if on_error not in ("fail", "skip"):
         raise ConfigError(f'{where}: telemetry.on_error must be "fail" or "skip"')
+    keep_published = telemetry.get("keep_published", True)
+    if not isinstance(keep_published, bool):
+        raise ConfigError(f"{where}: telemetry.keep_published must be true or false")
 
     attempt_keys = _string_list(
         attribution.get("attempt_tag_keys", ["user_attempt_id"]),
@@ -206,6 +210,7 @@ def parse_config(data: dict[str, Any], base: Path, path: Path | None = None) -> 
         ),
         telemetry_sources=_parse_sources(telemetry.get("sources", []), base, where),
         telemetry_on_error=on_error,
+        telemetry_keep_published=keep_published,
         attempt_tag_keys=tuple(attempt_keys),
         experiment_tag_keys=tuple(experiment_keys),
         resource_time=resource_time,

@@ -35,6 +35,7 @@ from pipeline.sources import TELEMETRY_TABLES, register_sources
 from pipeline.telemetry.adapters import read_sources
 from pipeline.telemetry.canonical import empty_table
 from pipeline.telemetry.files import load_telemetry
+from pipeline.telemetry.published import keep_published
 
 Progress = Callable[[str], None]
 STAGES = ("ingest", "telemetry", "build", "checks", "publish")
@@ -169,6 +170,9 @@ def _run(config: Config, events: _Events, run_dir: Path, manifest: dict) -> RunR
         telemetry = load_telemetry(config.telemetry)
     else:
         telemetry = read_sources(config)
+    if config.telemetry_keep_published:
+        # a re-delivered file names the attempts it updates; the ones it leaves out stay
+        telemetry = keep_published(config.warehouse, telemetry)
     manifest["inputs"]["telemetry"] = {name: table.num_rows for name, table in telemetry.items()}
     events.done("telemetry", f"{sum(table.num_rows for table in telemetry.values())} rows")
 
