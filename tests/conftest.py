@@ -1,14 +1,19 @@
-"""Shared fixtures: a DAG built on no input, for tests that need the models' real columns."""
+"""Shared fixtures: a DAG built on no input, and a moto S3 server on 127.0.0.1."""
 
 from __future__ import annotations
 
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import boto3
 import duckdb
 import pytest
+from moto.server import ThreadedMotoServer
 
 from pipeline.config import parse_config
+from pipeline.ingest import s3_source
 from pipeline.pools import pool_models
 from pipeline.runner import build, discover
 from pipeline.settings import write_settings
@@ -28,3 +33,46 @@ def built_empty(tmp_path: Path) -> Iterator[duckdb.DuckDBPyConnection]:
     assert report.check_failures == []
     yield con
     con.close()
+
+
+S3_BUCKET = "billing-bucket"
+
+
+@pytest.fixture
+def s3(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, Any, list[str]]]:
+    """A moto S3 server on 127.0.0.1 holding an empty `billing-bucket`, fake credentials, and
+    the key of every GetObject runcost makes: (endpoint url, boto3 client, keys)."""
+    for name, value in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_SESSION_TOKEN": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_EC2_METADATA_DISABLED": "true",
+        "AWS_CONFIG_FILE": "/nonexistent",
+        "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent",
+    }.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    url = f"http://{host}:{port}"
+    gets: list[str] = []
+    real = s3_source.make_client
+
+    def counting_client(endpoint_url: str | None = None, region: str | None = None) -> Any:
+        client = real(endpoint_url, region)
+        client.meta.events.register(
+            "provide-client-params.s3.GetObject", lambda params, **_: gets.append(params["Key"])
+        )
+        return client
+
+    monkeypatch.setattr(s3_source, "make_client", counting_client)
+    client = boto3.client("s3", endpoint_url=url, region_name="us-east-1")
+    # moto keeps its state per process: start every test from an empty store
+    urllib.request.urlopen(urllib.request.Request(f"{url}/moto-api/reset", method="POST"))
+    client.create_bucket(Bucket=S3_BUCKET)
+    try:
+        yield url, client, gets
+    finally:
+        server.stop()

@@ -5,17 +5,12 @@ from __future__ import annotations
 import csv
 import math
 import tomllib
-import urllib.request
-from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
 
-import boto3
 import duckdb
 import pyarrow.parquet as pq
 import pytest
-from moto.server import ThreadedMotoServer
 
 from pipeline import scenario
 from pipeline.config import load_config, parse_config
@@ -23,36 +18,9 @@ from pipeline.run import run_pipeline
 from pipeline.scenario.cur_csv import write_csv_scenario
 from schemas.aws_cur2 import arrow_schema
 
-BUCKET = "csv-billing-bucket"
+BUCKET = "billing-bucket"  # the conftest s3 fixture creates it
 PREFIX = f"cur/{scenario.EXPORT_NAME}"
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture
-def s3(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, Any]]:
-    """A moto S3 server on 127.0.0.1 with fake credentials from the environment."""
-    for name, value in {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_DEFAULT_REGION": "us-east-1",
-        "AWS_EC2_METADATA_DISABLED": "true",
-        "AWS_CONFIG_FILE": "/nonexistent",
-        "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent",
-    }.items():
-        monkeypatch.setenv(name, value)
-    monkeypatch.delenv("AWS_PROFILE", raising=False)
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    url = f"http://{host}:{port}"
-    client = boto3.client("s3", endpoint_url=url, region_name="us-east-1")
-    # moto keeps its state per process: start every test from an empty store
-    urllib.request.urlopen(urllib.request.Request(f"{url}/moto-api/reset", method="POST"))
-    client.create_bucket(Bucket=BUCKET)
-    try:
-        yield url, client
-    finally:
-        server.stop()
 
 
 def marts(database: Path) -> dict[str, list[tuple]]:
@@ -81,7 +49,7 @@ def same(got: object, want: object) -> bool:
 
 
 def test_csv_export_publishes_the_same_marts_as_parquet(tmp_path: Path, s3) -> None:
-    url, client = s3
+    url, client, _gets = s3
     parquet_world = tmp_path / "parquet"
     parquet_run = run_pipeline(load_config(scenario.write_scenario(parquet_world)))
     csv_world = tmp_path / "csv"

@@ -6,20 +6,15 @@ import csv
 import dataclasses
 import json
 import tomllib
-import urllib.request
-from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-import boto3
 import duckdb
 import pytest
-from moto.server import ThreadedMotoServer
 
 from pipeline import scenario
 from pipeline.config import Config, parse_config
-from pipeline.ingest import s3_source
 from pipeline.run import run_pipeline
 from pipeline.scenario.cur_writer import money, write_cur_delivery
 from pipeline.scenario.world import build_world
@@ -28,45 +23,6 @@ BUCKET = "billing-bucket"
 PREFIX = f"exports/{scenario.EXPORT_NAME}"
 MONEY = ("billed_cost", "effective_cost", "list_cost", "net_cost", "estimated_cost")
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture
-def s3(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, Any, list[str]]]:
-    """A moto S3 server on 127.0.0.1, fake credentials, and a log of every GetObject call."""
-    for name, value in {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_SESSION_TOKEN": "testing",
-        "AWS_DEFAULT_REGION": "us-east-1",
-        "AWS_EC2_METADATA_DISABLED": "true",
-        "AWS_CONFIG_FILE": "/nonexistent",
-        "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent",
-    }.items():
-        monkeypatch.setenv(name, value)
-    monkeypatch.delenv("AWS_PROFILE", raising=False)
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    url = f"http://{host}:{port}"
-    gets: list[str] = []
-    real = s3_source.make_client
-
-    def counting_client(endpoint_url: str | None = None, region: str | None = None) -> Any:
-        client = real(endpoint_url, region)
-        client.meta.events.register(
-            "provide-client-params.s3.GetObject", lambda params, **_: gets.append(params["Key"])
-        )
-        return client
-
-    monkeypatch.setattr(s3_source, "make_client", counting_client)
-    client = boto3.client("s3", endpoint_url=url, region_name="us-east-1")
-    # moto keeps its state per process: start every test from an empty store
-    urllib.request.urlopen(urllib.request.Request(f"{url}/moto-api/reset", method="POST"))
-    client.create_bucket(Bucket=BUCKET)
-    try:
-        yield url, client, gets
-    finally:
-        server.stop()
 
 
 def upload(client: Any, export_root: Path) -> None:

@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
-import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import boto3
 import pytest
 from botocore.stub import Stubber
-from moto.server import ThreadedMotoServer
 from test_ingest_aws import EXPORT, PERIOD, cur_table, raw_files, write_export
 
 from pipeline.config import Config
@@ -23,43 +20,6 @@ from pipeline.ingest.s3_source import S3ExportSource
 
 BUCKET = "billing-bucket"
 LOCATION = f"s3://{BUCKET}/cur/{EXPORT}"
-
-
-@pytest.fixture
-def s3(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, Any, list[str]]]:
-    """A moto S3 server on 127.0.0.1, fake credentials, and every GetObject key runcost asks."""
-    for name, value in {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_DEFAULT_REGION": "us-east-1",
-        "AWS_EC2_METADATA_DISABLED": "true",
-        "AWS_CONFIG_FILE": "/nonexistent",
-        "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent",
-    }.items():
-        monkeypatch.setenv(name, value)
-    monkeypatch.delenv("AWS_PROFILE", raising=False)
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    url = f"http://{host}:{port}"
-    gets: list[str] = []
-    real = s3_source.make_client
-
-    def counting(endpoint_url: str | None = None, region: str | None = None) -> Any:
-        client = real(endpoint_url, region)
-        client.meta.events.register(
-            "provide-client-params.s3.GetObject", lambda params, **_: gets.append(params["Key"])
-        )
-        return client
-
-    monkeypatch.setattr(s3_source, "make_client", counting)
-    client = boto3.client("s3", endpoint_url=url, region_name="us-east-1")
-    urllib.request.urlopen(urllib.request.Request(f"{url}/moto-api/reset", method="POST"))
-    client.create_bucket(Bucket=BUCKET)
-    try:
-        yield url, client, gets
-    finally:
-        server.stop()
 
 
 def upload(client: Any, root: Path) -> None:
