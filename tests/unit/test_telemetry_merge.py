@@ -121,7 +121,14 @@ def test_table_builds_canonical_rows_with_sorted_map_tags() -> None:
 
 
 def test_registry_names_every_kind_and_refuses_others() -> None:
-    assert adapters.kinds() == ("mlflow", "slurm", "kubernetes", "sagemaker", "canonical")
+    assert adapters.kinds() == (
+        "mlflow",
+        "slurm",
+        "kubernetes",
+        "sagemaker",
+        "checkpoint_log",
+        "canonical",
+    )
     with pytest.raises(InputError, match="kind 'wandb' is not known"):
         read({"kind": "wandb", "path": None}, "x")
 
