@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from mlflow_store import empty_store
 
 from pipeline.telemetry import adapters
 from pipeline.telemetry.canonical import arrow_schema
@@ -117,24 +117,6 @@ def iso_of(value: dt.datetime) -> str:
     return value.isoformat().replace("+00:00", "Z")
 
 
-# MLflow's documented SQL store schema, reduced to the tables and columns the reader uses.
-MLFLOW_DDL = """
-create table alembic_version (version_num varchar(32) not null primary key);
-create table experiments (experiment_id integer primary key, name varchar(256) not null,
-    artifact_location varchar(256), lifecycle_stage varchar(32), creation_time bigint,
-    last_update_time bigint);
-create table runs (run_uuid varchar(32) primary key, name varchar(250), source_type varchar(20),
-    user_id varchar(256), status varchar(9), start_time bigint, end_time bigint,
-    lifecycle_stage varchar(20), artifact_uri varchar(200), experiment_id integer,
-    deleted_time bigint);
-create table tags (key varchar(250) not null, value varchar(8000), run_uuid varchar(32) not null,
-    primary key (key, run_uuid));
-create table params (key varchar(250) not null, value varchar(8000) not null,
-    run_uuid varchar(32) not null, primary key (key, run_uuid));
-create table metrics (key varchar(250) not null, value float not null, timestamp bigint not null,
-    run_uuid varchar(32) not null, step bigint default 0 not null,
-    is_nan boolean default 0 not null);
-"""
 MLFLOW_STATUS = {"succeeded": "FINISHED", "failed": "FAILED"}
 
 
@@ -144,9 +126,7 @@ def ms(value: dt.datetime) -> int:
 
 def mlflow_store(tmp: Path) -> Built:
     path = tmp / "mlflow.db"
-    con = sqlite3.connect(path)
-    con.executescript(MLFLOW_DDL)
-    con.execute("insert into alembic_version values ('dc11669786a5')")
+    con = empty_store(path)
     con.execute("insert into experiments (experiment_id, name) values (1, 'sweep-a')")
     con.execute("insert into experiments (experiment_id, name) values (2, 'sweep-b')")
     run_of = {row["attempt_id"]: f"run{n:029d}" for n, row in enumerate(ATTEMPTS, start=1)}

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import sqlite3
 from pathlib import Path
 
 import pytest
+from mlflow_store import empty_store
 
 from pipeline.config import parse_config
 from pipeline.errors import ConfigError, InputError
@@ -141,20 +141,12 @@ def write_canonical(folder: Path, rows: list[dict]) -> Path:
 
 
 def write_mlflow(path: Path) -> Path:
-    con = sqlite3.connect(path)
+    con = empty_store(path)
     con.executescript(
         """
-        create table alembic_version (version_num varchar(32));
-        insert into alembic_version values ('dc11669786a5');
-        create table experiments (experiment_id integer, name varchar(256));
-        insert into experiments values (1, 'sweep');
-        create table runs (run_uuid varchar(32), status varchar(9), start_time bigint,
-            end_time bigint, artifact_uri varchar(200), experiment_id integer,
-            lifecycle_stage varchar(20));
-        insert into runs values ('r1', 'FAILED', 1790000000000, 1790003600000, null, 1, 'active');
-        create table tags (key varchar(250), value varchar(8000), run_uuid varchar(32));
-        create table metrics (key varchar(250), value float, timestamp bigint,
-            run_uuid varchar(32), step bigint, is_nan boolean);
+        insert into experiments (experiment_id, name) values (1, 'sweep');
+        insert into runs (run_uuid, status, start_time, end_time, experiment_id, lifecycle_stage)
+            values ('r1', 'FAILED', 1790000000000, 1790003600000, 1, 'active');
         """
     )
     con.commit()

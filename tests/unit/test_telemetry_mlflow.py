@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-import sqlite3
 from pathlib import Path
 
 import pytest
+from mlflow_store import VERSION, empty_store
 
 from pipeline.errors import InputError
 from pipeline.telemetry import mlflow
@@ -15,24 +15,6 @@ from pipeline.telemetry.adapters import arrow_schema, read
 
 UTC = dt.UTC
 T0 = 1_790_000_000_000  # 2026-09-21T14:13:20Z in epoch ms
-# The core of MLflow's documented SQL store schema (the columns the reader uses).
-DDL = """
-create table alembic_version (version_num varchar(32) not null primary key);
-create table experiments (experiment_id integer primary key, name varchar(256) not null,
-    artifact_location varchar(256), lifecycle_stage varchar(32), creation_time bigint,
-    last_update_time bigint);
-create table runs (run_uuid varchar(32) primary key, name varchar(250), source_type varchar(20),
-    user_id varchar(256), status varchar(9), start_time bigint, end_time bigint,
-    lifecycle_stage varchar(20), artifact_uri varchar(200), experiment_id integer,
-    deleted_time bigint);
-create table tags (key varchar(250) not null, value varchar(8000), run_uuid varchar(32) not null,
-    primary key (key, run_uuid));
-create table params (key varchar(250) not null, value varchar(8000) not null,
-    run_uuid varchar(32) not null, primary key (key, run_uuid));
-create table metrics (key varchar(250) not null, value float not null, timestamp bigint not null,
-    run_uuid varchar(32) not null, step bigint default 0 not null,
-    is_nan boolean default 0 not null);
-"""
 
 
 def at(minutes: float) -> dt.datetime:
@@ -45,13 +27,10 @@ def store(
     tags: list[tuple] = (),  # type: ignore[assignment]
     metrics: list[tuple] = (),  # type: ignore[assignment]
     params: list[tuple] = (),  # type: ignore[assignment]
-    version: str | None = "dc11669786a5",
+    version: str | None = VERSION,
 ) -> Path:
     """runs: (run_uuid, status, start ms, end ms, experiment_id); tags: (run, key, value)."""
-    con = sqlite3.connect(path)
-    con.executescript(DDL)
-    if version:
-        con.execute("insert into alembic_version values (?)", (version,))
+    con = empty_store(path, version)
     con.execute("insert into experiments (experiment_id, name) values (1, 'resnet-sweep')")
     con.execute("insert into experiments (experiment_id, name) values (2, 'llm-pretrain')")
     con.executemany(
@@ -213,7 +192,7 @@ def test_unknown_schema_version_names_the_supported_ones(tmp_path: Path) -> None
     path = store(tmp_path / "m.db", runs=[], version="0123abcd")
     message = error(path)
     assert "schema version 0123abcd" in message
-    assert "dc11669786a5" in message
+    assert VERSION in message
     assert 'accept_schema_version = "0123abcd"' in message
     assert rows(path, accept_schema_version="0123abcd") == []
 
