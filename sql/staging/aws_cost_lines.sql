@@ -1,0 +1,151 @@
+-- AWS CUR 2.0 line items as provider-neutral cost lines (FOCUS 1.2 meanings, the four cost bases, DECIMAL(38, 10)).
+-- grain: one row per billed line item (line_id); split-cost pod rows are excluded (they re-split instance rows)
+-- normalized.cost_lines unions this with the other providers' *_cost_lines views.
+with aws_line_items as (
+    select * from staging.aws_cur2_line_items
+),
+
+billed as (
+    -- split cost allocation rows (EKS pods, ECS tasks) re-split instance rows that are already
+    -- here; counting both would charge the instance twice
+    select aws_line_items.* from aws_line_items
+    where coalesce(aws_line_items.operation, '') not in ('EKSPod-EC2', 'ECSTask-EC2')
+),
+
+bases as (
+    select
+        billed.*,
+        billed.unblended_cost as billed_cost,
+        case
+            when billed.line_item_type = 'SavingsPlanNegation' then 0
+            else coalesce(billed.public_on_demand_cost, 0)
+        end as list_cost,
+        case billed.line_item_type
+            when 'SavingsPlanCoveredUsage'
+                then coalesce(billed.savings_plan_effective_cost, 0)
+            when 'SavingsPlanRecurringFee'
+                then
+                    coalesce(billed.savings_plan_total_commitment_to_date, 0)
+                    - coalesce(billed.savings_plan_used_commitment, 0)
+            when 'SavingsPlanNegation' then 0
+            when 'SavingsPlanUpfrontFee' then 0
+            when 'DiscountedUsage' then coalesce(billed.reservation_effective_cost, 0)
+            when 'RIFee'
+                then
+                    coalesce(billed.reservation_unused_amortized_upfront_fee, 0)
+                    + coalesce(billed.reservation_unused_recurring_fee, 0)
+            when 'Fee'
+                then case
+                    when coalesce(billed.reservation_arn, '') <> '' then 0
+                    else billed.unblended_cost
+                end
+            else billed.unblended_cost
+        end as effective_cost,
+        case billed.line_item_type
+            when 'SavingsPlanCoveredUsage'
+                then coalesce(
+                    billed.savings_plan_net_effective_cost, billed.savings_plan_effective_cost, 0
+                )
+            when 'SavingsPlanRecurringFee'
+                then
+                    coalesce(billed.savings_plan_total_commitment_to_date, 0)
+                    - coalesce(billed.savings_plan_used_commitment, 0)
+            when 'SavingsPlanNegation' then 0
+            when 'SavingsPlanUpfrontFee' then 0
+            when 'DiscountedUsage'
+                then coalesce(
+                    billed.reservation_net_effective_cost, billed.reservation_effective_cost, 0
+                )
+            when 'RIFee'
+                then coalesce(
+                    billed.reservation_net_unused_amortized_upfront_fee,
+                    billed.reservation_unused_amortized_upfront_fee,
+                    0
+                )
+                + coalesce(
+                    billed.reservation_net_unused_recurring_fee,
+                    billed.reservation_unused_recurring_fee,
+                    0
+                )
+            when 'Fee'
+                then case
+                    when coalesce(billed.reservation_arn, '') <> '' then 0
+                    else coalesce(billed.net_unblended_cost, billed.unblended_cost)
+                end
+            -- the net_ columns of the discounted lines already include these discounts
+            when 'EdpDiscount' then 0
+            when 'PrivateRateDiscount' then 0
+            else coalesce(billed.net_unblended_cost, billed.unblended_cost)
+        end as net_cost
+    from billed
+),
+
+final as (
+    select
+        bases.line_id,
+        'aws' as provider,
+        bases.source_delivery,
+        bases.source_file,
+        bases.source_line,
+        bases.payer_account_id as billing_account_id,
+        bases.payer_account_name as billing_account_name,
+        bases.usage_account_id as sub_account_id,
+        bases.usage_account_name as sub_account_name,
+        strftime(bases.billing_period_start, '%Y-%m') as billing_period,
+        bases.billing_period_start,
+        bases.billing_period_end,
+        bases.usage_start as charge_period_start,
+        bases.usage_end as charge_period_end,
+        case
+            when
+                bases.line_item_type in (
+                    'Usage', 'DiscountedUsage', 'SavingsPlanCoveredUsage', 'SavingsPlanNegation'
+                )
+                then 'Usage'
+            when
+                bases.line_item_type in (
+                    'Fee', 'RIFee', 'SavingsPlanRecurringFee', 'SavingsPlanUpfrontFee'
+                )
+                then 'Purchase'
+            when bases.line_item_type = 'Tax' then 'Tax'
+            when
+                bases.line_item_type in (
+                    'Credit', 'BundledDiscount', 'EdpDiscount', 'PrivateRateDiscount'
+                )
+                then 'Credit'
+            else 'Adjustment'
+        end as charge_category,
+        cast(null as varchar) as charge_class,
+        bases.line_item_description as charge_description,
+        bases.line_item_type as provider_line_type,
+        bases.product_code as service_name,
+        bases.sku_id,
+        bases.usage_type,
+        bases.operation,
+        bases.resource_id,
+        bases.region_code as region_id,
+        bases.availability_zone,
+        bases.instance_type,
+        bases.pricing_unit,
+        cast(cast(bases.usage_amount as varchar) as decimal(38, 10)) as consumed_quantity,
+        -- seconds of use inside the charge window: hour-priced usage says how long the
+        -- resource ran (per-second billing); anything else is taken to span its window
+        case
+            when lower(coalesce(bases.pricing_unit, '')) in ('hrs', 'hours', 'hour', 'hr')
+                then least(
+                    greatest(coalesce(bases.usage_amount, 0), 0) * 3600,
+                    epoch(bases.usage_end) - epoch(bases.usage_start)
+                )
+            else epoch(bases.usage_end) - epoch(bases.usage_start)
+        end as usage_seconds,
+        bases.currency_code as billing_currency,
+        nullif(bases.invoice_id, '') as invoice_id,
+        cast(bases.billed_cost as decimal(38, 10)) as billed_cost,
+        cast(bases.effective_cost as decimal(38, 10)) as effective_cost,
+        cast(bases.list_cost as decimal(38, 10)) as list_cost,
+        cast(bases.net_cost as decimal(38, 10)) as net_cost,
+        bases.resource_tags as tags
+    from bases
+)
+
+select * from final
