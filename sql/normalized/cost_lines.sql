@@ -44,6 +44,7 @@ final as (
         provider_lines.availability_zone,
         provider_lines.instance_type,
         provider_lines.pricing_unit,
+        provider_lines.resource_class,
         provider_lines.consumed_quantity,
         provider_lines.usage_seconds,
         provider_lines.billing_currency,

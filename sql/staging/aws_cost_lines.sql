@@ -127,6 +127,36 @@ final as (
         bases.availability_zone,
         bases.instance_type,
         bases.pricing_unit,
+        case
+            when bases.line_item_type = 'Tax' then 'tax'
+            when
+                bases.line_item_type in (
+                    'Credit', 'Refund', 'BundledDiscount', 'EdpDiscount', 'PrivateRateDiscount'
+                )
+                then 'credit'
+            when
+                bases.line_item_type in (
+                    'RIFee', 'SavingsPlanRecurringFee', 'SavingsPlanUpfrontFee', 'SavingsPlanNegation'
+                )
+                or (bases.line_item_type = 'Fee' and coalesce(bases.reservation_arn, '') <> '')
+                then 'commitment'
+            when bases.usage_type like '%DataTransfer%' or bases.usage_type like '%-Bytes' then 'data_transfer'
+            when bases.usage_type like '%Requests-%' then 'storage_operations'
+            when
+                bases.usage_type like '%EBS:%'
+                or bases.usage_type like '%TimedStorage%'
+                or bases.product_code in ('AmazonS3', 'AmazonEFS', 'AmazonFSx')
+                then 'storage'
+            when
+                bases.usage_type like '%BoxUsage%'
+                or bases.usage_type like '%SpotUsage%'
+                or bases.usage_type like '%DedicatedUsage%'
+                or bases.usage_type like '%HostUsage%'
+                or bases.product_code = 'AmazonSageMaker'
+                then 'compute'
+            when bases.product_code in ('AmazonEKS', 'AmazonECS', 'AmazonCloudWatch') then 'platform'
+            else 'other'
+        end as resource_class,
         cast(cast(bases.usage_amount as varchar) as decimal(38, 10)) as consumed_quantity,
         -- seconds of use inside the charge window: hour-priced usage says how long the
         -- resource ran (per-second billing); anything else is taken to span its window

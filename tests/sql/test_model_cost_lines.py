@@ -221,6 +221,63 @@ def test_charge_category(category_lines, index, line_item_type, category):
     assert line["provider_line_type"] == line_item_type
 
 
+RESOURCE_CLASSES = [
+    pytest.param({"line_item_line_item_type": "Tax"}, "tax", id="tax"),
+    pytest.param({"line_item_line_item_type": "Refund"}, "credit", id="refund"),
+    pytest.param({"line_item_line_item_type": "EdpDiscount"}, "credit", id="edp"),
+    pytest.param(
+        {"line_item_line_item_type": "SavingsPlanRecurringFee"}, "commitment", id="sp-fee"
+    ),
+    pytest.param(
+        {"line_item_line_item_type": "Fee", "reservation_reservation_a_r_n": "arn:aws:ec2:ri/1"},
+        "commitment",
+        id="ri-upfront-fee",
+    ),
+    pytest.param({"line_item_line_item_type": "Fee"}, "other", id="other-fee"),
+    pytest.param({"line_item_usage_type": "USE1-BoxUsage:p4d.24xlarge"}, "compute", id="box"),
+    pytest.param({"line_item_usage_type": "USE1-SpotUsage:g5.xlarge"}, "compute", id="spot"),
+    pytest.param({"line_item_usage_type": "USE1-EBS:VolumeUsage.gp3"}, "storage", id="ebs"),
+    pytest.param(
+        {"line_item_product_code": "AmazonS3", "line_item_usage_type": "TimedStorage-ByteHrs"},
+        "storage",
+        id="s3-storage",
+    ),
+    pytest.param(
+        {"line_item_product_code": "AmazonS3", "line_item_usage_type": "Requests-Tier1"},
+        "storage_operations",
+        id="s3-put",
+    ),
+    pytest.param(
+        {"line_item_usage_type": "USE1-DataTransfer-Regional-Bytes"}, "data_transfer", id="inter-az"
+    ),
+    pytest.param({"line_item_usage_type": "USE1-APN1-AWS-Out-Bytes"}, "data_transfer", id="egress"),
+    pytest.param(
+        {
+            "line_item_product_code": "AmazonEKS",
+            "line_item_usage_type": "AmazonEKS-Hours:perCluster",
+        },
+        "platform",
+        id="eks",
+    ),
+    pytest.param(
+        {"line_item_product_code": "AWSSupport", "line_item_usage_type": "Dollar"},
+        "other",
+        id="other",
+    ),
+]
+
+
+@pytest.fixture(scope="module")
+def class_lines(build_once) -> list[dict]:
+    con, _ = build_once([cur_line(**case.values[0]) for case in RESOURCE_CLASSES])
+    return cost_lines(con)
+
+
+@pytest.mark.parametrize(("index", "overrides", "resource_class"), indexed(RESOURCE_CLASSES))
+def test_resource_class(class_lines, index, overrides, resource_class):
+    assert class_lines[index]["resource_class"] == resource_class
+
+
 def test_money_cast_from_double_keeps_every_decimal(build):
     con, _ = build(
         [
