@@ -59,6 +59,7 @@ class Config:
     raw_retention_days: int = 90
     aws_endpoint_url: str | None = None
     aws_region: str | None = None
+    gcp_files: tuple[str, ...] = ()
     economics: Economics = field(default_factory=Economics)
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
@@ -67,6 +68,7 @@ class Config:
         text = repr(
             (
                 self.aws_exports,
+                self.gcp_files,
                 self.attempt_tag_keys,
                 self.experiment_tag_keys,
                 self.resource_time,
@@ -80,6 +82,7 @@ class Config:
 _SECTIONS: dict[str, set[str]] = {
     "warehouse": {"path", "memory_limit", "threads", "lock_timeout_seconds", "raw_retention_days"},
     "aws": {"exports", "endpoint_url", "region"},
+    "gcp": {"files"},
     "telemetry": {"path", "sources", "on_error", "keep_published"},
     "attribution": {"attempt_tag_keys", "experiment_tag_keys", "resource_time"},
     "economics": {
@@ -221,8 +224,20 @@ def parse_config(data: dict[str, Any], base: Path, path: Path | None = None) -> 
         raw_retention_days=retention,
         aws_endpoint_url=endpoint_url,
         aws_region=region,
+        gcp_files=_parse_gcp_files(data.get("gcp", {}), base, where),
         economics=_parse_economics(data.get("economics", {}), where),
         raw=data,
+    )
+
+
+def _parse_gcp_files(section: dict[str, Any], base: Path, where: str) -> tuple[str, ...]:
+    """gcp.files: BigQuery extract files (NDJSON or Parquet), folders or globs; relative to base."""
+    files = _string_list(section.get("files", []), f"{where}: gcp.files")
+    return tuple(
+        str(Path(item).expanduser())
+        if Path(item).expanduser().is_absolute()
+        else str(base / Path(item).expanduser())
+        for item in files
     )
 
 

@@ -103,4 +103,11 @@ def write_scenario(out_dir: Path, seed: int = 7) -> Path:
     return config
 
 
-__all__ = ["write_scenario"]
+def write_gcp_scenario(out_dir: Path, seed: int = 7, export_format: str = "ndjson") -> Path:
+    """Write the GCP demo world (docs/gcp.md) into out_dir and return its runcost.toml."""
+    from pipeline.scenario.gcp_scenario import write_gcp_scenario as write
+
+    return write(out_dir, seed, export_format)
+
+
+__all__ = ["write_gcp_scenario", "write_scenario"]

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import ROUND_HALF_EVEN, Decimal
 from fractions import Fraction
+from typing import Any
 
 from pipeline.scenario.cur_writer import CurLine, Money, money, period_bounds
 from pipeline.scenario.telemetry_writer import (
@@ -271,18 +272,28 @@ def compute(
         if groups is not None:
             _split_line(result, spreader, line, groups)
             continue
-        bases = cost_bases(line)
-        totals = result.bill_totals.setdefault(line.billing_period, dict.fromkeys(BASES, ZERO))
-        parts = attributor.parts(line)
-        for basis, amount in bases.items():
-            totals[basis] += amount
-            slices = split(amount, [part.share for part in parts])
-            for part, piece in zip(parts, slices, strict=True):
-                for model in MODELS:
-                    _place(result, model, basis, part, piece)
-                if part.attempt_id is None and part.experiment_id is None:
-                    spreader.spread(result, line, basis, piece)
+        place_line(result, spreader, line, cost_bases(line), attributor.parts(line))
     return result
+
+
+def place_line(
+    result: Expectation,
+    spreader: PoolSpreader,
+    line: Any,
+    bases: dict[str, Decimal],
+    parts: list[Part],
+) -> None:
+    """Add a line's bases to its billing period's totals and place each part of every basis
+    (both models); a part nobody took goes to the first matching pool (fully loaded)."""
+    totals = result.bill_totals.setdefault(line.billing_period, dict.fromkeys(BASES, ZERO))
+    for basis, amount in bases.items():
+        totals[basis] += amount
+        slices = split(amount, [part.share for part in parts])
+        for part, piece in zip(parts, slices, strict=True):
+            for model in MODELS:
+                _place(result, model, basis, part, piece)
+            if part.attempt_id is None and part.experiment_id is None:
+                spreader.spread(result, line, basis, piece)
 
 
 def _rank(item: tuple[tuple[str | None, str | None], Fraction]) -> tuple:

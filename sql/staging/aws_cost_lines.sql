@@ -174,6 +174,8 @@ final as (
         cast(bases.effective_cost as decimal(38, 10)) as effective_cost,
         cast(bases.list_cost as decimal(38, 10)) as list_cost,
         cast(bases.net_cost as decimal(38, 10)) as net_cost,
+        -- CUR carries credits as their own lines, not on the lines they reduce
+        cast(null as map (varchar, decimal(38, 10))) as credits_by_type,
         bases.resource_tags as tags
     from bases
 )

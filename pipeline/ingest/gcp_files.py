@@ -1,0 +1,330 @@
+"""GCP billing export files (NDJSON or Parquet extracts): check, split by day, store in raw/gcp/."""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import json
+import logging
+import re
+import secrets
+import shutil
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from pipeline.config import Config
+from pipeline.errors import InputError
+from pipeline.ingest.raw_store import Delivery, RawStore, sha256_file
+from schemas import gcp_billing
+
+log = logging.getLogger("runcost")
+
+PROVIDER = "gcp"
+DATA_SUFFIXES = (".json", ".jsonl", ".ndjson", ".parquet")
+# A column naming each row's partition day, as a query-based extract can add it; without one the
+# rows are grouped by the UTC day of export_time.
+PARTITION_COLUMNS = ("partition_date", "_PARTITIONDATE", "_PARTITIONTIME")
+_STAGING = ".ingest-staging"
+_MONTH = re.compile(r"\d{4}(0[1-9]|1[0-2])")
+_EXPORT_NAME = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+@dataclass
+class _Partition:
+    """The rows of one partition day of one export, one table per source file."""
+
+    export: str
+    day: str
+    parts: list[tuple[Path, pa.Table]]
+
+
+def ingest_gcp_files(config: Config) -> list[Delivery]:
+    """Store each partition day of every gcp.files source in raw/gcp/; return the current ones."""
+    if not config.gcp_files:
+        return []
+    store = RawStore(config.warehouse / "raw", PROVIDER)
+    sources = _sources(config.gcp_files)
+    staging = config.warehouse / _STAGING / secrets.token_hex(4)
+    try:
+        # read and check every file first: an error leaves raw/ exactly as it was
+        partitions = [item for export, paths in sources.items() for item in _read(export, paths)]
+        return _store(store, partitions, staging, list(sources))
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+        if staging.parent.is_dir() and not any(staging.parent.iterdir()):
+            staging.parent.rmdir()
+
+
+def _sources(patterns: tuple[str, ...]) -> dict[str, list[Path]]:
+    """export name -> data files, one export per gcp.files entry (named after its folder)."""
+    sources: dict[str, list[Path]] = {}
+    origin: dict[str, str] = {}
+    for pattern in patterns:
+        path = Path(pattern)
+        if path.is_dir():
+            matches = sorted(item for item in path.iterdir() if item.suffix in DATA_SUFFIXES)
+            folder = path
+        else:
+            matches = sorted(Path(item) for item in glob.glob(pattern) if Path(item).is_file())
+            folder = Path(pattern).parent
+            while glob.has_magic(str(folder)):
+                folder = folder.parent
+        if not matches:
+            raise InputError(
+                f"{pattern}: no export files match; gcp.files lists NDJSON (.json) or Parquet "
+                "files written by a BigQuery extract job, a folder holding them, or a glob"
+            )
+        export = _EXPORT_NAME.sub("-", folder.name).strip("-") or "gcp-files"
+        if export in sources:
+            raise InputError(
+                f"{pattern}: has the same source name {export!r} as {origin[export]}; both "
+                f"would be stored in raw/gcp/{export}/, so keep each export in its own folder"
+            )
+        origin[export] = pattern
+        sources[export] = matches
+    return sources
+
+
+def _read(export: str, paths: list[Path]) -> list[_Partition]:
+    by_day: dict[str, list[tuple[Path, pa.Table]]] = defaultdict(list)
+    months: dict[str, dict[str, str]] = defaultdict(dict)
+    for path in paths:
+        table = _read_parquet(path) if path.suffix == ".parquet" else _read_ndjson(path)
+        _check_table(table, path)
+        for day, part in _split_by_day(table, path):
+            by_day[day].append((path, part))
+        _check_months(table, path, export, months[export])
+    return [_Partition(export, day, parts) for day, parts in sorted(by_day.items())]
+
+
+def _check_months(table: pa.Table, path: Path, export: str, months: dict[str, str]) -> None:
+    """invoice.month is YYYYMM on every row, and one invoice month has one currency."""
+    invoices = table.column("invoice").to_pylist()
+    currencies = table.column("currency").to_pylist()
+    for row, (invoice, currency) in enumerate(zip(invoices, currencies, strict=True), start=1):
+        month = (invoice or {}).get("month")
+        if month is None or not _MONTH.fullmatch(month):
+            raise InputError(
+                f"{path}: row {row}: invoice.month is {month!r}, not YYYYMM; export the billing "
+                "table's own invoice.month"
+            )
+        seen = months.setdefault(month, currency)
+        if currency != seen:
+            raise InputError(
+                f"GCP export {export} ({path}, row {row}): invoice month {month} is billed in "
+                f"several currencies ({', '.join(sorted({str(seen), str(currency)}))}); an "
+                "invoice month has one currency, so the files mix billing accounts: keep each "
+                "billing account's export in its own gcp.files entry"
+            )
+
+
+def _read_parquet(path: Path) -> pa.Table:
+    try:
+        return pq.read_table(path)
+    except (pa.ArrowException, OSError) as error:
+        raise InputError(
+            f"{path}: not a readable Parquet file ({error}); extract the table again with "
+            "destination_format PARQUET"
+        ) from error
+
+
+def _read_ndjson(path: Path) -> pa.Table:
+    """Newline-delimited JSON as BigQuery's extract writes it, typed by the export schema."""
+    rows: list[dict[str, Any]] = []
+    columns: dict[str, None] = {}
+    ignored: set[str] = set()
+    with path.open(encoding="utf-8") as handle:
+        for number, text in enumerate(handle, start=1):
+            if not text.strip():
+                continue
+            try:
+                record = json.loads(text)
+            except json.JSONDecodeError as error:
+                raise InputError(
+                    f"{path}: row {number}: not JSON ({error.msg}); the file must be "
+                    "newline-delimited JSON, one export row per line"
+                ) from error
+            if not isinstance(record, dict):
+                raise InputError(f"{path}: row {number}: not a JSON object (one row per line)")
+            row: dict[str, Any] = {}
+            for name, value in record.items():
+                if name in gcp_billing.TYPES:
+                    row[name] = _convert(value, gcp_billing.TYPES[name], path, number, name)
+                    columns.setdefault(name)
+                elif name in PARTITION_COLUMNS:
+                    row[name] = value
+                    columns.setdefault(name)
+                else:
+                    ignored.add(name)
+            rows.append(row)
+    if ignored:
+        log.warning("%s: columns outside the billing export ignored: %s", path, sorted(ignored))
+    names = [name for name, _ in gcp_billing.DETAILED if name in columns]
+    names += [name for name in PARTITION_COLUMNS if name in columns]
+    fields = [
+        pa.field(name, gcp_billing.TYPES.get(name, pa.string()))
+        if name in gcp_billing.TYPES
+        else pa.field(name, pa.string())
+        for name in names
+    ]
+    for row in rows:
+        for name in PARTITION_COLUMNS:
+            if row.get(name) is not None:
+                row[name] = str(row[name])
+    return pa.Table.from_pylist(rows, schema=pa.schema(fields))
+
+
+def _convert(value: Any, kind: pa.DataType, path: Path, row: int, column: str) -> Any:
+    """One JSON value as the Python value Arrow stores for ``kind``."""
+    if value is None:
+        return None
+    where = f"{path}: row {row}: {column}"
+    if pa.types.is_struct(kind):
+        if not isinstance(value, dict):
+            raise InputError(f"{where} must be a JSON object (a RECORD), not {value!r:.60}")
+        return {
+            item.name: _convert(value.get(item.name), item.type, path, row, f"{column}.{item.name}")
+            for item in kind
+        }
+    if pa.types.is_list(kind):
+        if not isinstance(value, list):
+            raise InputError(
+                f"{where} must be a JSON list (a REPEATED field), not {value!r:.60}; export the "
+                "table with a BigQuery extract job, which keeps repeated fields as lists"
+            )
+        return [_convert(item, kind.value_type, path, row, column) for item in value]
+    if pa.types.is_timestamp(kind):
+        return _timestamp(value, where)
+    if pa.types.is_decimal(kind) or pa.types.is_floating(kind):
+        if isinstance(value, bool) or not isinstance(value, int | float | str):
+            raise InputError(f"{where} must be a number, not {value!r:.60}")
+        try:
+            number = Decimal(str(value).strip())
+        except InvalidOperation as error:
+            raise InputError(f"{where} must be a number, not {value!r:.60}") from error
+        return number if pa.types.is_decimal(kind) else float(number)
+    if pa.types.is_boolean(kind):
+        if isinstance(value, bool):
+            return value
+        if str(value).lower() in ("true", "false"):
+            return str(value).lower() == "true"
+        raise InputError(f"{where} must be true or false, not {value!r:.60}")
+    if isinstance(value, dict | list):
+        return json.dumps(value)
+    return value if isinstance(value, str) else str(value)
+
+
+def _timestamp(value: Any, where: str) -> datetime:
+    """BigQuery's JSON timestamps: '2026-10-12 10:00:00 UTC', ISO 8601, or epoch seconds."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return datetime.fromtimestamp(value, tz=UTC)
+    text = str(value).strip()
+    if text.endswith(" UTC"):
+        text = text[:-4]
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError as error:
+        raise InputError(
+            f"{where} is not a timestamp ({value!r:.60}); expected '2026-10-12 10:00:00 UTC' "
+            "or ISO 8601"
+        ) from error
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
+def _check_table(table: pa.Table, path: Path) -> None:
+    """The required columns, and the credits column as a list of records."""
+    for name, fix in gcp_billing.REQUIRED.items():
+        if name not in table.column_names:
+            raise InputError(f"{path}: the required column {name} is missing; {fix}")
+    credits = table.schema.field("credits").type
+    if not pa.types.is_list(credits) or not pa.types.is_struct(credits.value_type):
+        raise InputError(
+            f"{path}: column credits is {credits}, not a list of records (REPEATED RECORD); "
+            "extract the export table itself, whose credits are nested, not a flattened copy"
+        )
+    if not table.num_rows:
+        log.warning("%s: no rows", path)
+
+
+def _split_by_day(table: pa.Table, path: Path) -> list[tuple[str, pa.Table]]:
+    """(partition day, rows) pairs, without the partition column (raw/ keeps export columns)."""
+    present = [name for name in PARTITION_COLUMNS if name in table.column_names]
+    if present:
+        values = table.column(present[0]).to_pylist()
+        days = [_day(value, f"{path}: {present[0]}") for value in values]
+    elif "export_time" in table.column_names:
+        days = [value.astimezone(UTC).date().isoformat() if value else None
+                for value in table.column("export_time").to_pylist()]  # fmt: skip
+    else:
+        raise InputError(
+            f"{path}: the column export_time is missing, and there is no partition_date column; "
+            "one of them says which partition day a row belongs to"
+        )
+    for row, day in enumerate(days, start=1):
+        if day is None:
+            raise InputError(f"{path}: row {row}: no partition day (export_time is empty)")
+    data = table.drop_columns(present)
+    groups: dict[str, list[int]] = defaultdict(list)
+    for index, day in enumerate(days):
+        groups[day].append(index)
+    return [(day, data.take(pa.array(rows))) for day, rows in sorted(groups.items())]
+
+
+def _day(value: Any, where: str) -> str:
+    if isinstance(value, datetime):
+        moment = value.astimezone(UTC) if value.tzinfo else value
+        return moment.date().isoformat()
+    if isinstance(value, date):
+        return value.isoformat()
+    text = str(value)[:10]
+    try:
+        return date.fromisoformat(text).isoformat()
+    except ValueError as error:
+        raise InputError(f"{where}: {value!r} is not a date (YYYY-MM-DD)") from error
+
+
+def _store(
+    store: RawStore, partitions: list[_Partition], staging: Path, exports: list[str]
+) -> list[Delivery]:
+    staged = []
+    for number, partition in enumerate(partitions):
+        folder = staging / f"{number:05d}"
+        folder.mkdir(parents=True)
+        files = []
+        for index, (source, table) in enumerate(partition.parts):
+            name = f"part-{index:03d}.parquet"
+            pq.write_table(table, folder / name)
+            files.append({"name": name, "source": str(source), "etag": None})
+        digest = "".join(sha256_file(folder / item["name"]) for item in files)
+        delivery_id = sha256_text(partition.day + digest)[:16]
+        staged.append((partition, folder, files, delivery_id))
+    new = set()
+    for partition, folder, files, delivery_id in staged:
+        key = (partition.export, partition.day)
+        if store.has_delivery(*key, delivery_id):
+            store.verify(*key, delivery_id)
+        else:
+            record = {"source_location": "gcp.files", "delivered_at": None, "manifest": None}
+            store.commit(*key, delivery_id, folder, files, [], record)
+            new.add(key)
+        store.set_current(*key, delivery_id)
+    current = []
+    for export, day in store.periods():
+        if export not in exports:
+            continue  # another GCP source's export (the BigQuery ingester's tables)
+        delivery_id = store.current_delivery_id(export, day)
+        if delivery_id is not None:
+            current.append(store.load(export, day, delivery_id, new=(export, day) in new))
+    return current
+
+
+def sha256_text(text: str) -> str:
+    """The sha256 hex digest of a text."""
+    return hashlib.sha256(text.encode()).hexdigest()

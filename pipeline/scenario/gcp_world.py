@@ -1,0 +1,344 @@
+"""The GCP demo world: GPU VMs, a disk, GKE pods, credits, tax and late rows, with telemetry."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+
+from pipeline.scenario.billing import hours, utc
+from pipeline.scenario.telemetry_writer import Attempt, AttemptResource, Experiment
+
+ACCOUNT = "01A2B3-C4D5E6-F7A8B9"
+PROJECT = "ml-research-prod"
+REGION, ZONE = "us-central1", "us-central1-a"
+COMPUTE = ("6F81-5844-456A", "Compute Engine")
+INVOICE = ("2B6C-1A8E-7F20", "Invoice")
+HOUR = timedelta(hours=1)
+GIB = 2**30
+LATE_MONTH = "202611"
+
+# (sku id, description, unit price per pricing unit); the T4 id is in the SQL's GPU SKU list, the
+# A100's is not, so it is classified by its description
+N1_CORE = ("2E27-4F75-95CD", "N1 Predefined Instance Core running in Americas", Decimal("0.031611"))
+N1_RAM = ("6C71-E0DB-4C4A", "N1 Predefined Instance Ram running in Americas", Decimal("0.004237"))
+T4 = ("88B8-C3ED-03F0", "Nvidia Tesla T4 GPU running in Americas", Decimal("0.35"))
+A2_CORE = ("9D1B-7C2E-4A11", "A2 Instance Core running in Americas", Decimal("0.031611"))
+A2_RAM = ("9D1B-7C2E-4A12", "A2 Instance Ram running in Americas", Decimal("0.004237"))
+A100 = ("9D1B-7C2E-4A13", "Nvidia Tesla A100 GPU running in Americas", Decimal("2.933908"))
+PD = ("D973-5D65-BAB2", "Balanced PD Capacity", Decimal("0.000136986"))  # per GiB-hour
+EGRESS = ("DFA5-B5C6-36D6", "Network Internet Egress from Americas to EMEA", Decimal("0.12"))
+CUD_CPU = ("3C1E-44A2-0F11", "Commitment v1: A2 Cpu in Americas for 1 Year", Decimal("0.019915"))
+CUD_RAM = ("3C1E-44A2-0F12", "Commitment v1: A2 Ram in Americas for 1 Year", Decimal("0.002669"))
+
+
+@dataclass(frozen=True)
+class Credit:
+    """One entry of a row's credits array (amounts are negative)."""
+
+    type: str
+    name: str
+    amount: Decimal
+
+
+@dataclass(frozen=True)
+class GcpRow:
+    """One row of the billing export, as the oracle and the writer see it."""
+
+    sku: tuple[str, str, Decimal]
+    usage_start: datetime
+    usage_end: datetime
+    cost: Decimal
+    invoice_month: str
+    export_time: datetime
+    usage: tuple[Decimal, str, str] = (Decimal(0), "seconds", "hour")  # amount, unit, pricing
+    cost_at_list: Decimal | None = None
+    credits: tuple[Credit, ...] = ()
+    cost_type: str = "regular"
+    labels: dict[str, str] = field(default_factory=dict)
+    system_labels: dict[str, str] = field(default_factory=dict)
+    resource_name: str | None = None
+    global_name: str | None = None
+    service: tuple[str, str] = COMPUTE
+    subscription: str | None = None
+    adjustment: dict[str, str] | None = None
+
+    @property
+    def billing_period(self) -> str:
+        return f"{self.invoice_month[:4]}-{self.invoice_month[4:]}"
+
+    @property
+    def resource_id(self) -> str | None:
+        return self.resource_name.rsplit("/", 1)[-1] if self.resource_name else None
+
+    @property
+    def resource_tags(self) -> dict[str, str]:
+        """labels, with each GKE pod label k8s-label/<key> also as <key> (a plain label wins)."""
+        tags = dict(self.labels)
+        for key, value in self.labels.items():
+            if key.startswith("k8s-label/"):
+                tags.setdefault(key.removeprefix("k8s-label/"), value)
+        return tags
+
+    pricing_unit = "hour"  # the oracle's resource-time rule: a GCP row spans its whole window
+    usage_amount = 0.0
+
+
+@dataclass(frozen=True)
+class GcpWorld:
+    """The export rows and the telemetry that explains them."""
+
+    rows: list[GcpRow]
+    attempts: list[Attempt]
+    resources: list[AttemptResource]
+    experiments: list[Experiment]
+
+
+EXPERIMENTS = [
+    Experiment("exp-gcp-bert", "language", "eval_f1", 0.9, True),
+    Experiment("exp-gcp-llm", "foundation-models", "val_loss", 2.0, False),
+    Experiment("exp-gcp-gke", "perception", "top1_accuracy", 0.8, True),
+]
+
+
+def _attempt(
+    attempt_id: str,
+    experiment_id: str,
+    machine: str,
+    gpu: tuple[str, int],
+    times: tuple[datetime, datetime],
+    status: str = "succeeded",
+    parent: str | None = None,
+    cluster: str = "",
+) -> Attempt:
+    team = next(item.team for item in EXPERIMENTS if item.experiment_id == experiment_id)
+    started, ended = times
+    return Attempt(
+        attempt_id=attempt_id, experiment_id=experiment_id, parent_attempt_id=parent,
+        model_version=f"{experiment_id.removeprefix('exp-')}-v1", config_version="cfg-base",
+        dataset_snapshot="snap-2026-10-01", provider="gcp", account_id=PROJECT, region=REGION,
+        cluster=cluster, namespace=team, instance_type=machine, gpu_type=gpu[0],
+        gpu_count=gpu[1], node_count=1, capacity_type="on_demand",
+        submitted_at=started - timedelta(minutes=5), started_at=started, ended_at=ended,
+        status=status, failure_reason=None if status == "succeeded" else "CUDA error",
+        metric_name=None, metric_value=None, artifact_uri=None,
+    )  # fmt: skip
+
+
+BERT_VM, BERT_VM_2, BERT_DISK = "bert-n1-t4-0", "bert-n1-t4-1", "bert-n1-t4-0-data"
+A2_VM = "llm-a2-highgpu-1g-0"
+A2_PATH = f"projects/{PROJECT}/zones/{ZONE}/instances/{A2_VM}"
+GKE_NODE = "gke-ml-gke-gpu-pool-5f2c9a1e-k7xq"
+ATTEMPTS = [
+    _attempt("att-gn1-01", "exp-gcp-bert", "n1-standard-8", ("nvidia-tesla-t4", 1),
+             (utc(12, 10), utc(12, 14))),
+    _attempt("att-gn1-02", "exp-gcp-bert", "n1-standard-8", ("nvidia-tesla-t4", 1),
+             (utc(31, 20), utc(31, 23)), parent="att-gn1-01"),
+    _attempt("att-a2-01", "exp-gcp-llm", "a2-highgpu-1g", ("nvidia-tesla-a100", 1),
+             (utc(14, 8), utc(14, 10)), status="failed"),
+    _attempt("att-a2-02", "exp-gcp-llm", "a2-highgpu-1g", ("nvidia-tesla-a100", 1),
+             (utc(14, 10), utc(14, 12)), parent="att-a2-01"),
+    _attempt("att-gke-01", "exp-gcp-gke", "n1-standard-16", ("nvidia-tesla-t4", 1),
+             (utc(16, 2), utc(16, 5)), cluster="ml-gke"),
+    _attempt("att-gke-02", "exp-gcp-gke", "n1-standard-16", ("nvidia-tesla-t4", 1),
+             (utc(16, 2), utc(16, 4)), cluster="ml-gke"),
+]  # fmt: skip
+BY_ID = {attempt.attempt_id: attempt for attempt in ATTEMPTS}
+
+
+def _resources() -> list[AttemptResource]:
+    def held(attempt_id: str, resource_id: str, kind: str) -> AttemptResource:
+        attempt = BY_ID[attempt_id]
+        return AttemptResource(
+            attempt_id, resource_id, kind, attempt.started_at, attempt.ended_at, 1
+        )
+
+    return [
+        held("att-gn1-01", BERT_VM, "gce_instance"),
+        held("att-gn1-01", BERT_DISK, "gce_disk"),  # billed for a day, held for four hours
+        held("att-gn1-02", BERT_VM_2, "gce_instance"),
+        held("att-a2-01", A2_VM, "gce_instance"),  # untagged: placed by resource and time
+        held("att-a2-02", A2_VM, "gce_instance"),
+    ]
+
+
+def _tags(attempt_id: str) -> dict[str, str]:
+    return {"user_attempt_id": attempt_id, "user_experiment_id": BY_ID[attempt_id].experiment_id}
+
+
+def _money(value: Decimal) -> Decimal:
+    return value.quantize(Decimal("0.000001"))
+
+
+class _Bill:
+    """Collects rows; regular rows are exported five hours after their window ends."""
+
+    def __init__(self) -> None:
+        self.rows: list[GcpRow] = []
+
+    def add(self, sku: tuple[str, str, Decimal], start: datetime, quantity: Decimal,
+            usage: tuple[Decimal, str, str], **extra: object) -> GcpRow:  # fmt: skip
+        cost = _money(sku[2] * quantity)
+        values: dict = {"cost_at_list": cost, "invoice_month": "202610"}
+        values["export_time"] = start + HOUR + timedelta(hours=5)
+        values.update(extra)
+        if "credit_rates" in values:
+            rates = values.pop("credit_rates")
+            values["credits"] = tuple(
+                Credit(kind, name, -_money(cost * rate)) for kind, name, rate in rates
+            )
+        row = GcpRow(sku=sku, usage_start=start, usage_end=start + HOUR, cost=cost,
+                     usage=usage, **values)  # fmt: skip
+        self.rows.append(row)
+        return row
+
+    def vm_hour(self, start: datetime, machine: tuple, name: str, labels: dict, **extra) -> None:
+        """Core, RAM and GPU rows of one VM-hour (GCP bills each SKU as its own row)."""
+        (core, cores), (ram, gib), (gpu, gpus) = machine
+        system = {"compute.googleapis.com/machine_spec": extra.pop("spec")}
+        short = name.rsplit("/", 1)[-1]
+        common = {
+            "labels": labels,
+            "system_labels": system,
+            "resource_name": name,
+            "global_name": f"//compute.googleapis.com/projects/{PROJECT}/zones/{ZONE}/"
+            f"instances/{short}",
+        }
+        credits = extra.pop("credits", {})
+        self.add(
+            core,
+            start,
+            Decimal(cores),
+            (Decimal(cores * 3600), "seconds", "hour"),
+            **common,
+            **credits.get("core", {}),
+            **extra,
+        )
+        self.add(
+            ram,
+            start,
+            Decimal(gib),
+            (Decimal(gib * GIB * 3600), "byte-seconds", "gibibyte hour"),
+            **common,
+            **credits.get("ram", {}),
+            **extra,
+        )
+        self.add(gpu, start, Decimal(gpus), (Decimal(gpus * 3600), "seconds", "hour"),
+                 **common, **credits.get("gpu", {}), **extra)  # fmt: skip
+
+
+SUD = ("SUSTAINED_USAGE_DISCOUNT", "Sustained Usage Discount", Decimal("0.2"))
+CUD = ("COMMITTED_USAGE_DISCOUNT", "Committed Usage Discount: CPU", Decimal(1))
+PROMO = ("PROMOTION", "FreeTrial:Credit-01A2B3-C4D5E6-F7A8B9", Decimal("0.5"))
+N1_MACHINE = ((N1_CORE, 8), (N1_RAM, 30), (T4, 1))
+UNITS = ("seconds", "byte-seconds", "seconds")  # usage units of a machine's core, RAM, GPU rows
+GKE_LABELS = {
+    "goog-k8s-cluster-name": "ml-gke",
+    "k8s-workload-type": "job",
+    "k8s-label/app": "trainer",
+}
+A2_MACHINE = ((A2_CORE, 12), (A2_RAM, 85), (A100, 1))
+
+
+def build_gcp_world(seed: int = 7) -> GcpWorld:
+    """Build the world; the seed only moves egress volumes."""
+    rng = random.Random(seed)
+    bill = _Bill()
+    bert_credits = {
+        # two credits on one row: summing them per row must not repeat the row's cost
+        "core": {"credit_rates": (SUD, ("PROMOTION", PROMO[1], Decimal("0.1")))},
+        "ram": {"credit_rates": (SUD,)},
+        "gpu": {"credit_rates": (PROMO,)},
+    }
+    for start, _ in hours(utc(12, 10), utc(12, 14)):
+        bill.vm_hour(start, N1_MACHINE, BERT_VM, _tags("att-gn1-01"), spec="n1-standard-8",
+                     credits=bert_credits)  # fmt: skip
+        gib = Decimal(rng.randint(100, 900)) / 100
+        bill.add(EGRESS, start, gib, (gib * GIB, "bytes", "gibibyte"), labels=_tags("att-gn1-01"),
+                 resource_name=BERT_VM)  # fmt: skip
+    # the data disk bills while the VM is stopped, a day in all
+    for start, _ in hours(utc(12, 10), utc(13, 10)):
+        bill.add(PD, start, Decimal(500), (Decimal(500 * GIB * 3600), "byte-seconds",
+                 "gibibyte month"), resource_name=BERT_DISK)  # fmt: skip
+    # the retry's last hour is reported late and rolls over to November's invoice (its GPU row)
+    for start, _ in hours(utc(31, 20), utc(31, 23)):
+        bill.vm_hour(start, N1_MACHINE, BERT_VM_2, _tags("att-gn1-02"), spec="n1-standard-8")
+    late = next(row for row in bill.rows if row.sku == T4 and row.usage_start == utc(31, 22))
+    bill.rows[bill.rows.index(late)] = _replace(
+        late, invoice_month=LATE_MONTH, export_time=datetime(2026, 11, 2, 4, tzinfo=UTC)
+    )
+    _a2(bill)
+    _gke(bill)
+    # a usage correction on November's invoice for an October hour of att-gn1-01's GPU
+    original = next(row for row in bill.rows if row.sku == T4 and row.usage_start == utc(12, 11))
+    bill.rows.append(
+        _replace(original, cost=Decimal("-0.07"), cost_at_list=Decimal("-0.07"), credits=(),
+                 cost_type="adjustment", invoice_month=LATE_MONTH,
+                 export_time=datetime(2026, 11, 3, 6, tzinfo=UTC),
+                 adjustment={"id": "adj-7d1e2f", "description": "Usage correction: GPU hours",
+                             "type": "USAGE_CORRECTION", "mode": "PARTIAL_CORRECTION"})
+    )  # fmt: skip
+    _invoice_rows(bill)
+    rows = sorted(bill.rows, key=lambda row: (row.export_time, row.usage_start, row.sku[0]))
+    return GcpWorld(rows, list(ATTEMPTS), _resources(), list(EXPERIMENTS))
+
+
+def _replace(row: GcpRow, **changes: object) -> GcpRow:
+    values = {name: getattr(row, name) for name in row.__dataclass_fields__}
+    values.update(changes)
+    return GcpRow(**values)
+
+
+def _a2(bill: _Bill) -> None:
+    """An untagged A2 VM (its A100 fixed by the machine type) under a committed use discount:
+    CUD fees every hour, and a reserved second A2 nobody used."""
+    cud = {"credit_rates": (CUD,)}
+    reserved = {"compute.googleapis.com/is_unused_reservation": "true",
+                "compute.googleapis.com/reservation_name": "a2-reservation"}  # fmt: skip
+    for start, _ in hours(utc(14, 8), utc(14, 12)):
+        bill.vm_hour(start, A2_MACHINE, A2_PATH, {}, spec="a2-highgpu-1g",
+                     credits={"core": cud, "ram": cud})  # fmt: skip
+        for sku, quantity in ((CUD_CPU, 12), (CUD_RAM, 85)):
+            bill.add(sku, start, Decimal(quantity), (Decimal(quantity * 3600), "seconds", "hour"),
+                     subscription="a2-commitment-1y")  # fmt: skip
+        for (sku, quantity), unit in zip(A2_MACHINE, UNITS, strict=True):
+            bill.add(sku, start, Decimal(quantity), (Decimal(quantity * 3600), unit, "hour"),
+                     system_labels=reserved)  # fmt: skip
+
+
+def _gke(bill: _Bill) -> None:
+    """A GKE GPU node split by cost allocation into pod rows by request, plus its idle rest."""
+    node = ((N1_CORE, 16), (N1_RAM, 60), (T4, 2))
+    pods = {"att-gke-01": (6, 24, 1), "att-gke-02": (6, 24, 1)}
+    for start, _ in hours(utc(16, 2), utc(16, 5)):
+        running = [a for a in pods if BY_ID[a].ended_at > start]
+        for index, ((sku, total), unit) in enumerate(zip(node, UNITS, strict=True)):
+            used = 0
+            for attempt_id in running:
+                share = pods[attempt_id][index]
+                used += share
+                pod_labels = {f"k8s-label/{k}": v for k, v in _tags(attempt_id).items()}
+                labels = {**GKE_LABELS, "k8s-namespace": "perception", **pod_labels}
+                bill.add(sku, start, Decimal(share), (Decimal(share * 3600), unit, "hour"),
+                         labels=labels, resource_name=GKE_NODE)  # fmt: skip
+            idle = {"goog-k8s-cluster-name": "ml-gke", "k8s-namespace": "kube:unallocated"}
+            bill.add(sku, start, Decimal(total - used), (Decimal((total - used) * 3600), unit,
+                     "hour"), labels=idle, resource_name=GKE_NODE)  # fmt: skip
+
+
+def _invoice_rows(bill: _Bill) -> None:
+    """October's tax (6.25% of the month's cost less credits) and a rounding_error row."""
+    october = [row for row in bill.rows if row.invoice_month == "202610"]
+    net = sum((row.cost + sum((c.amount for c in row.credits), Decimal(0)) for row in october),
+              Decimal(0))  # fmt: skip
+    start, end = datetime(2026, 10, 1, 7, tzinfo=UTC), datetime(2026, 11, 1, 7, tzinfo=UTC)
+    for kind, sku, cost in (
+        ("tax", ("TAX-US-SALES", "Tax: US sales tax", Decimal(0)), _money(net * Decimal("0.0625"))),
+        ("rounding_error", ("ROUNDING", "Rounding error", Decimal(0)), Decimal("-0.003")),
+    ):
+        bill.rows.append(
+            GcpRow(sku=sku, usage_start=start, usage_end=end, cost=cost,
+                   invoice_month="202610", export_time=datetime(2026, 11, 2, 9, tzinfo=UTC),
+                   cost_type=kind, service=INVOICE, usage=(Decimal(0), "", ""))
+        )  # fmt: skip

@@ -1,0 +1,134 @@
+-- Google Cloud billing export rows of each partition day's current delivery: flattened, renamed, money exact.
+-- grain: one row per (source_delivery, source_file, source_line)
+-- Credits stay on their row: each sum is a list aggregate over the row's own credits array, never a
+-- join or unnest (which would repeat cost once per credit). raw.gcp_billing already reads money
+-- through its exact text, whether the export wrote FLOAT64 or NUMERIC.
+with source as (
+    select * from raw.gcp_billing
+),
+
+renamed as (
+    select
+        -- GCP owns the line ids from 2^56: file_index * 2^32 + source_line above that
+        72057594037927936 + source.file_index * 4294967296 + source.source_line as line_id,
+        source.delivery_id as source_delivery,
+        source.source_file,
+        source.source_line,
+        source.export_name,
+        source.partition_date,
+        source.billing_account_id,
+        source.service.id as service_id,
+        source.service.description as service_description,
+        source.sku.id as sku_id,
+        source.sku.description as sku_description,
+        source.usage_start_time as usage_start,
+        source.usage_end_time as usage_end,
+        source.project.id as project_id,
+        source.project.number as project_number,
+        source.project.name as project_name,
+        map_from_entries(coalesce(source.project.labels, [])) as project_labels,
+        map_from_entries(coalesce(source.labels, [])) as labels,
+        map_from_entries(coalesce(source.system_labels, [])) as system_labels,
+        map_from_entries(
+            list_transform(coalesce(source.tags, []), lambda t: { 'key': t.key, 'value': t.value })  -- noqa: RF02
+        ) as resource_manager_tags,
+        source.location.location as location_name,
+        source.location.country as location_country,
+        source.location.region as location_region,
+        source.location.zone as location_zone,
+        nullif(trim(source.resource.name), '') as resource_name,
+        nullif(trim(source.resource.global_name), '') as resource_global_name,
+        source.subscription.instance_id as subscription_instance_id,
+        source.transaction_type,
+        source.seller_name,
+        source.export_time,
+        source.currency,
+        source.currency_conversion_rate,
+        source.usage.amount as usage_amount,
+        source.usage.unit as usage_unit,
+        source.usage.amount_in_pricing_units as usage_amount_in_pricing_units,
+        source.usage.pricing_unit as usage_pricing_unit,
+        source.invoice.month as invoice_month,
+        source.invoice.publisher_type as invoice_publisher_type,
+        source.cost_type,
+        source.adjustment_info.id as adjustment_id,
+        source.adjustment_info.description as adjustment_description,
+        source.adjustment_info.type as adjustment_type,
+        source.adjustment_info.mode as adjustment_mode,
+        cast(source.cost as decimal(38, 10)) as cost,
+        cast(source.cost_at_list as decimal(38, 10)) as cost_at_list,
+        coalesce(source.credits, []) as credit_entries
+    from source
+),
+
+credits as (
+    select
+        renamed.*,
+        coalesce(list_sum(list_transform(renamed.credit_entries, lambda c: c.amount)), 0)  -- noqa: RF02
+            as credits_total,
+        coalesce(list_sum(list_transform(
+            list_filter(renamed.credit_entries, lambda c: c.type = 'SUSTAINED_USAGE_DISCOUNT'),  -- noqa: RF02
+            lambda c: c.amount  -- noqa: RF02
+        )), 0) as credit_sustained_usage_discount,
+        coalesce(list_sum(list_transform(
+            list_filter(renamed.credit_entries, lambda c: c.type = 'COMMITTED_USAGE_DISCOUNT'),  -- noqa: RF02
+            lambda c: c.amount  -- noqa: RF02
+        )), 0) as credit_committed_usage_discount,
+        coalesce(list_sum(list_transform(
+            list_filter(
+                renamed.credit_entries,
+                lambda c: c.type = 'COMMITTED_USAGE_DISCOUNT_DOLLAR_BASE'  -- noqa: RF02
+            ),
+            lambda c: c.amount  -- noqa: RF02
+        )), 0) as credit_committed_usage_discount_dollar_base,
+        coalesce(list_sum(list_transform(
+            list_filter(renamed.credit_entries, lambda c: c.type = 'FEE_UTILIZATION_OFFSET'),  -- noqa: RF02
+            lambda c: c.amount  -- noqa: RF02
+        )), 0) as credit_fee_utilization_offset,
+        coalesce(list_sum(list_transform(
+            list_filter(renamed.credit_entries, lambda c: c.type = 'DISCOUNT'),  -- noqa: RF02
+            lambda c: c.amount  -- noqa: RF02
+        )), 0) as credit_discount,
+        coalesce(list_sum(list_transform(
+            list_filter(renamed.credit_entries, lambda c: c.type = 'FREE_TIER'),  -- noqa: RF02
+            lambda c: c.amount  -- noqa: RF02
+        )), 0) as credit_free_tier,
+        coalesce(list_sum(list_transform(
+            list_filter(renamed.credit_entries, lambda c: c.type = 'PROMOTION'),  -- noqa: RF02
+            lambda c: c.amount  -- noqa: RF02
+        )), 0) as credit_promotion,
+        coalesce(list_sum(list_transform(
+            list_filter(renamed.credit_entries, lambda c: c.type = 'RESELLER_MARGIN'),  -- noqa: RF02
+            lambda c: c.amount  -- noqa: RF02
+        )), 0) as credit_reseller_margin,
+        coalesce(list_sum(list_transform(
+            list_filter(renamed.credit_entries, lambda c: c.type = 'SUBSCRIPTION_BENEFIT'),  -- noqa: RF02
+            lambda c: c.amount  -- noqa: RF02
+        )), 0) as credit_subscription_benefit
+    from renamed
+),
+
+labelled as (
+    select
+        credits.*,
+        -- a resource path (projects/.../instances/name) is shortened to its last segment, the
+        -- name telemetry records; the full name stays in resource_name and resource_global_name
+        nullif(regexp_extract(credits.resource_name, '[^/]+$'), '') as resource_short_name,
+        credits.credits_total
+        - credits.credit_sustained_usage_discount
+        - credits.credit_committed_usage_discount
+        - credits.credit_committed_usage_discount_dollar_base
+        - credits.credit_fee_utilization_offset
+        - credits.credit_discount
+        - credits.credit_free_tier
+        - credits.credit_promotion
+        - credits.credit_reseller_margin
+        - credits.credit_subscription_benefit as credit_other
+    from credits
+),
+
+final as (
+    select * from labelled
+)
+
+select * from final
