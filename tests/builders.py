@@ -162,8 +162,10 @@ def build_models(
     resources: pa.Table | Iterable[Mapping[str, Any]] = (),
     experiments: pa.Table | Iterable[Mapping[str, Any]] | None = None,
     config: Config | Mapping[str, Any] | None = None,
+    deliveries: Sequence[Delivery] = (),
 ) -> tuple[duckdb.DuckDBPyConnection, BuildReport]:
-    """Build every model (pools included) in an in-memory DuckDB, as a run does."""
+    """Build every model (pools included) in an in-memory DuckDB, as a run does; ``deliveries``
+    are registered beside the CUR lines (other providers' raw data)."""
     settings = make_config(tmp_path, config)
     telemetry = {
         "attempts": attempts if isinstance(attempts, pa.Table) else attempts_table(attempts),
@@ -183,7 +185,7 @@ def build_models(
     write_pool_settings(con, settings)
     if write_economics_settings is not None:
         write_economics_settings(con, settings)
-    register_sources(con, [delivery], telemetry)
+    register_sources(con, [delivery, *deliveries], telemetry)
     report = build(con, [*sql_models(), *pool_models(settings)])
     return con, report
 
