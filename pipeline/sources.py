@@ -119,11 +119,14 @@ def _register_gcp(con: duckdb.DuckDBPyConnection, deliveries: list[Delivery]) ->
         con.executemany("insert into raw.gcp_billing_files values (?, ?, ?, ?, ?, ?)", files)
     selects = []
     for schema, paths in groups.values():
-        columns = [
-            f"{_gcp_expr('src.' + _ident(name), name, kind, _field_type(schema, name))} "
-            f"as {_ident(name)}"
-            for name, kind in gcp_billing.DETAILED
-        ]
+        try:
+            columns = [
+                f"{_gcp_expr('src.' + _ident(name), name, kind, _field_type(schema, name))} "
+                f"as {_ident(name)}"
+                for name, kind in gcp_billing.DETAILED
+            ]
+        except InputError as error:
+            raise InputError(f"{paths[0]}: {error}") from error
         selects.append(
             "select files.file_index, files.delivery_id, files.export_name, files.partition_date,"
             " files.source_file, src.file_row_number as source_line,\n    "
@@ -176,7 +179,7 @@ def _gcp_expr(path: str, leaf: str, wanted: pa.DataType, present: pa.DataType | 
         return f"cast(null as {_duck_type(wanted, leaf)})"
     if pa.types.is_struct(wanted):
         if not pa.types.is_struct(present):
-            raise InputError(f"GCP export column {leaf}: expected a RECORD, found {present}")
+            raise InputError(f"column {leaf} is {present}, not a RECORD (struct)")
         parts = []
         for field in wanted:
             index = present.get_field_index(field.name)
@@ -189,7 +192,7 @@ def _gcp_expr(path: str, leaf: str, wanted: pa.DataType, present: pa.DataType | 
         return f"case when {path} is null then null else {{{', '.join(parts)}}} end"
     if pa.types.is_list(wanted):
         if not pa.types.is_list(present):
-            raise InputError(f"GCP export column {leaf}: expected a REPEATED field, not {present}")
+            raise InputError(f"column {leaf} is {present}, not a REPEATED field (list)")
         element = f"elem_{path.count('.')}_{len(path)}"
         inner = _gcp_expr(element, leaf, wanted.value_type, present.value_type)
         return f"list_transform({path}, lambda {element}: {inner})"

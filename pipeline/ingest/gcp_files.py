@@ -55,7 +55,7 @@ def ingest_gcp_files(config: Config) -> list[Delivery]:
     try:
         # read and check every file first: an error leaves raw/ exactly as it was
         partitions = [item for export, paths in sources.items() for item in _read(export, paths)]
-        return _store(store, partitions, staging, list(sources))
+        return _store(store, partitions, staging, list(sources), config.raw_retention_days)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
         if staging.parent.is_dir() and not any(staging.parent.iterdir()):
@@ -291,7 +291,11 @@ def _day(value: Any, where: str) -> str:
 
 
 def _store(
-    store: RawStore, partitions: list[_Partition], staging: Path, exports: list[str]
+    store: RawStore,
+    partitions: list[_Partition],
+    staging: Path,
+    exports: list[str],
+    retention_days: int,
 ) -> list[Delivery]:
     staged = []
     for number, partition in enumerate(partitions):
@@ -315,6 +319,7 @@ def _store(
             store.commit(*key, delivery_id, folder, files, [], record)
             new.add(key)
         store.set_current(*key, delivery_id)
+    store.prune(retention_days)
     current = []
     for export, day in store.periods():
         if export not in exports:

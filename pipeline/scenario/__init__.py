@@ -8,6 +8,7 @@ from pathlib import Path
 
 from pipeline.scenario.cur_writer import write_cur_delivery
 from pipeline.scenario.expected import write_expected
+from pipeline.scenario.gcp_scenario import write_gcp_scenario
 from pipeline.scenario.oracle import OraclePool, compute
 from pipeline.scenario.telemetry_writer import write_telemetry
 from pipeline.scenario.world import build_world
@@ -101,13 +102,6 @@ def write_scenario(out_dir: Path, seed: int = 7) -> Path:
     config = out_dir / "runcost.toml"
     config.write_text(CONFIG, encoding="utf-8")
     return config
-
-
-def write_gcp_scenario(out_dir: Path, seed: int = 7, export_format: str = "ndjson") -> Path:
-    """Write the GCP demo world (docs/gcp.md) into out_dir and return its runcost.toml."""
-    from pipeline.scenario.gcp_scenario import write_gcp_scenario as write
-
-    return write(out_dir, seed, export_format)
 
 
 __all__ = ["write_gcp_scenario", "write_scenario"]

@@ -177,8 +177,14 @@ class _Bill:
     def __init__(self) -> None:
         self.rows: list[GcpRow] = []
 
-    def add(self, sku: tuple[str, str, Decimal], start: datetime, quantity: Decimal,
-            usage: tuple[Decimal, str, str], **extra: object) -> GcpRow:  # fmt: skip
+    def add(
+        self,
+        sku: tuple[str, str, Decimal],
+        start: datetime,
+        quantity: Decimal,
+        usage: tuple[Decimal, str, str],
+        **extra: object,
+    ) -> GcpRow:
         cost = _money(sku[2] * quantity)
         values: dict = {"cost_at_list": cost, "invoice_month": "202610"}
         values["export_time"] = start + HOUR + timedelta(hours=5)
@@ -188,14 +194,12 @@ class _Bill:
             values["credits"] = tuple(
                 Credit(kind, name, -_money(cost * rate)) for kind, name, rate in rates
             )
-        row = GcpRow(sku=sku, usage_start=start, usage_end=start + HOUR, cost=cost,
-                     usage=usage, **values)  # fmt: skip
+        row = GcpRow(sku, start, start + HOUR, cost, usage=usage, **values)
         self.rows.append(row)
         return row
 
     def vm_hour(self, start: datetime, machine: tuple, name: str, labels: dict, **extra) -> None:
         """Core, RAM and GPU rows of one VM-hour (GCP bills each SKU as its own row)."""
-        (core, cores), (ram, gib), (gpu, gpus) = machine
         system = {"compute.googleapis.com/machine_spec": extra.pop("spec")}
         short = name.rsplit("/", 1)[-1]
         common = {
@@ -206,26 +210,19 @@ class _Bill:
             f"instances/{short}",
         }
         credits = extra.pop("credits", {})
-        self.add(
-            core,
-            start,
-            Decimal(cores),
-            (Decimal(cores * 3600), "seconds", "hour"),
-            **common,
-            **credits.get("core", {}),
-            **extra,
-        )
-        self.add(
-            ram,
-            start,
-            Decimal(gib),
-            (Decimal(gib * GIB * 3600), "byte-seconds", "gibibyte hour"),
-            **common,
-            **credits.get("ram", {}),
-            **extra,
-        )
-        self.add(gpu, start, Decimal(gpus), (Decimal(gpus * 3600), "seconds", "hour"),
-                 **common, **credits.get("gpu", {}), **extra)  # fmt: skip
+        parts = zip(machine, UNITS, ("core", "ram", "gpu"), strict=True)
+        for (sku, quantity), unit, part in parts:
+            usage = usage_of(quantity, unit)
+            self.add(
+                sku, start, Decimal(quantity), usage, **common, **credits.get(part, {}), **extra
+            )
+
+
+def usage_of(quantity: int, unit: str) -> tuple[Decimal, str, str]:
+    """usage.amount, unit and pricing unit of an hour of ``quantity`` cores, GPUs or GiB."""
+    if unit == "byte-seconds":
+        return Decimal(quantity * GIB * 3600), unit, "gibibyte hour"
+    return Decimal(quantity * 3600), unit, "hour"
 
 
 SUD = ("SUSTAINED_USAGE_DISCOUNT", "Sustained Usage Discount", Decimal("0.2"))
@@ -252,15 +249,15 @@ def build_gcp_world(seed: int = 7) -> GcpWorld:
         "gpu": {"credit_rates": (PROMO,)},
     }
     for start, _ in hours(utc(12, 10), utc(12, 14)):
-        bill.vm_hour(start, N1_MACHINE, BERT_VM, _tags("att-gn1-01"), spec="n1-standard-8",
-                     credits=bert_credits)  # fmt: skip
+        tags = _tags("att-gn1-01")
+        bill.vm_hour(start, N1_MACHINE, BERT_VM, tags, spec="n1-standard-8", credits=bert_credits)
         gib = Decimal(rng.randint(100, 900)) / 100
-        bill.add(EGRESS, start, gib, (gib * GIB, "bytes", "gibibyte"), labels=_tags("att-gn1-01"),
-                 resource_name=BERT_VM)  # fmt: skip
+        usage = (gib * GIB, "bytes", "gibibyte")
+        bill.add(EGRESS, start, gib, usage, labels=tags, resource_name=BERT_VM)
     # the data disk bills while the VM is stopped, a day in all
     for start, _ in hours(utc(12, 10), utc(13, 10)):
-        bill.add(PD, start, Decimal(500), (Decimal(500 * GIB * 3600), "byte-seconds",
-                 "gibibyte month"), resource_name=BERT_DISK)  # fmt: skip
+        usage = (Decimal(500 * GIB * 3600), "byte-seconds", "gibibyte month")
+        bill.add(PD, start, Decimal(500), usage, resource_name=BERT_DISK)
     # the retry's last hour is reported late and rolls over to November's invoice (its GPU row)
     for start, _ in hours(utc(31, 20), utc(31, 23)):
         bill.vm_hour(start, N1_MACHINE, BERT_VM_2, _tags("att-gn1-02"), spec="n1-standard-8")
@@ -272,13 +269,23 @@ def build_gcp_world(seed: int = 7) -> GcpWorld:
     _gke(bill)
     # a usage correction on November's invoice for an October hour of att-gn1-01's GPU
     original = next(row for row in bill.rows if row.sku == T4 and row.usage_start == utc(12, 11))
-    bill.rows.append(
-        _replace(original, cost=Decimal("-0.07"), cost_at_list=Decimal("-0.07"), credits=(),
-                 cost_type="adjustment", invoice_month=LATE_MONTH,
-                 export_time=datetime(2026, 11, 3, 6, tzinfo=UTC),
-                 adjustment={"id": "adj-7d1e2f", "description": "Usage correction: GPU hours",
-                             "type": "USAGE_CORRECTION", "mode": "PARTIAL_CORRECTION"})
-    )  # fmt: skip
+    adjustment = {
+        "id": "adj-7d1e2f",
+        "description": "Usage correction: GPU hours",
+        "type": "USAGE_CORRECTION",
+        "mode": "PARTIAL_CORRECTION",
+    }
+    correction = _replace(
+        original,
+        cost=Decimal("-0.07"),
+        cost_at_list=Decimal("-0.07"),
+        credits=(),
+        cost_type="adjustment",
+        invoice_month=LATE_MONTH,
+        export_time=datetime(2026, 11, 3, 6, tzinfo=UTC),
+        adjustment=adjustment,
+    )
+    bill.rows.append(correction)
     _invoice_rows(bill)
     rows = sorted(bill.rows, key=lambda row: (row.export_time, row.usage_start, row.sku[0]))
     return GcpWorld(rows, list(ATTEMPTS), _resources(), list(EXPERIMENTS))
@@ -294,17 +301,19 @@ def _a2(bill: _Bill) -> None:
     """An untagged A2 VM (its A100 fixed by the machine type) under a committed use discount:
     CUD fees every hour, and a reserved second A2 nobody used."""
     cud = {"credit_rates": (CUD,)}
-    reserved = {"compute.googleapis.com/is_unused_reservation": "true",
-                "compute.googleapis.com/reservation_name": "a2-reservation"}  # fmt: skip
+    reserved = {
+        "compute.googleapis.com/is_unused_reservation": "true",
+        "compute.googleapis.com/reservation_name": "a2-reservation",
+    }
     for start, _ in hours(utc(14, 8), utc(14, 12)):
-        bill.vm_hour(start, A2_MACHINE, A2_PATH, {}, spec="a2-highgpu-1g",
-                     credits={"core": cud, "ram": cud})  # fmt: skip
+        credits = {"core": cud, "ram": cud}
+        bill.vm_hour(start, A2_MACHINE, A2_PATH, {}, spec="a2-highgpu-1g", credits=credits)
         for sku, quantity in ((CUD_CPU, 12), (CUD_RAM, 85)):
-            bill.add(sku, start, Decimal(quantity), (Decimal(quantity * 3600), "seconds", "hour"),
-                     subscription="a2-commitment-1y")  # fmt: skip
+            usage = usage_of(quantity, "seconds")
+            bill.add(sku, start, Decimal(quantity), usage, subscription="a2-commitment-1y")
         for (sku, quantity), unit in zip(A2_MACHINE, UNITS, strict=True):
-            bill.add(sku, start, Decimal(quantity), (Decimal(quantity * 3600), unit, "hour"),
-                     system_labels=reserved)  # fmt: skip
+            usage = usage_of(quantity, unit)
+            bill.add(sku, start, Decimal(quantity), usage, system_labels=reserved)
 
 
 def _gke(bill: _Bill) -> None:
@@ -320,25 +329,26 @@ def _gke(bill: _Bill) -> None:
                 used += share
                 pod_labels = {f"k8s-label/{k}": v for k, v in _tags(attempt_id).items()}
                 labels = {**GKE_LABELS, "k8s-namespace": "perception", **pod_labels}
-                bill.add(sku, start, Decimal(share), (Decimal(share * 3600), unit, "hour"),
-                         labels=labels, resource_name=GKE_NODE)  # fmt: skip
+                usage = usage_of(share, unit)
+                bill.add(sku, start, Decimal(share), usage, labels=labels, resource_name=GKE_NODE)
             idle = {"goog-k8s-cluster-name": "ml-gke", "k8s-namespace": "kube:unallocated"}
-            bill.add(sku, start, Decimal(total - used), (Decimal((total - used) * 3600), unit,
-                     "hour"), labels=idle, resource_name=GKE_NODE)  # fmt: skip
+            usage = usage_of(total - used, unit)
+            bill.add(sku, start, Decimal(total - used), usage, labels=idle, resource_name=GKE_NODE)
 
 
 def _invoice_rows(bill: _Bill) -> None:
     """October's tax (6.25% of the month's cost less credits) and a rounding_error row."""
     october = [row for row in bill.rows if row.invoice_month == "202610"]
-    net = sum((row.cost + sum((c.amount for c in row.credits), Decimal(0)) for row in october),
-              Decimal(0))  # fmt: skip
+    credits = sum((c.amount for row in october for c in row.credits), Decimal(0))
+    net = sum((row.cost for row in october), credits)
     start, end = datetime(2026, 10, 1, 7, tzinfo=UTC), datetime(2026, 11, 1, 7, tzinfo=UTC)
     for kind, sku, cost in (
         ("tax", ("TAX-US-SALES", "Tax: US sales tax", Decimal(0)), _money(net * Decimal("0.0625"))),
         ("rounding_error", ("ROUNDING", "Rounding error", Decimal(0)), Decimal("-0.003")),
     ):
-        bill.rows.append(
-            GcpRow(sku=sku, usage_start=start, usage_end=end, cost=cost,
-                   invoice_month="202610", export_time=datetime(2026, 11, 2, 9, tzinfo=UTC),
-                   cost_type=kind, service=INVOICE, usage=(Decimal(0), "", ""))
-        )  # fmt: skip
+        exported = datetime(2026, 11, 2, 9, tzinfo=UTC)
+        usage = (Decimal(0), "", "")
+        row = GcpRow(
+            sku, start, end, cost, "202610", exported, usage, cost_type=kind, service=INVOICE
+        )
+        bill.rows.append(row)

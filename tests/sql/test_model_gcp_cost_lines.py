@@ -58,6 +58,16 @@ ROWS = {
         adjustment_info={"id": "adj-1", "type": "USAGE_CORRECTION", "mode": "PARTIAL_CORRECTION"},
     ),
     "float-money": gcp_row(cost=0.1 + 0.2, cost_at_list=1e-10),
+    # shaped like koku's detailed sample: a zero-cost egress row of "instance-1"
+    "koku-egress": gcp_row(
+        sku={
+            "id": "6B8F-E63D-832B",
+            "description": "Network Internet Egress from Americas to APAC",
+        },
+        usage={"amount": 14871.0, "unit": "bytes", "amount_in_pricing_units": 1.385e-05},
+        invoice={"month": "202208"},
+        resource={"name": "instance-1", "global_name": "//example"},
+    ),
 }
 NAMES = list(ROWS)
 
@@ -200,4 +210,28 @@ def test_a_currency_change_inside_an_invoice_month_is_refused(tmp_path) -> None:
         build_models(tmp_path, [], deliveries=[usd, eur])
     assert str(caught.value).startswith(
         "GCP export billing: invoice month 202610 is billed in several currencies (EUR, USD)"
+    )
+
+
+def test_a_koku_shaped_egress_row(lines) -> None:
+    line = lines["koku-egress"]
+    assert (line["resource_class"], line["resource_id"], line["billing_period"]) == (
+        "data_transfer",
+        "instance-1",
+        "2022-08",
+    )
+    assert line["consumed_quantity"] == D("14871")
+    assert bases(line) == (D("0"),) * 4
+
+
+def test_a_file_whose_labels_are_text_is_refused_by_name(tmp_path) -> None:
+    fields = [
+        pa.field(name, pa.string() if name == "labels" else kind)
+        for name, kind in gcp_billing.DETAILED
+    ]
+    delivery = write_gcp(tmp_path / "flat", [gcp_row(labels="[]")], schema=pa.schema(fields))
+    with pytest.raises(InputError) as caught:
+        build_models(tmp_path, [], deliveries=[delivery])
+    assert str(caught.value) == (
+        f"{delivery.files[0]}: column labels is string, not a REPEATED field (list)"
     )
