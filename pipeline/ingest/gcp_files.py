@@ -10,9 +10,11 @@ import re
 import secrets
 import shutil
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from decimal import Decimal, InvalidOperation
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -156,7 +158,7 @@ def _read_ndjson(path: Path) -> pa.Table:
             row: dict[str, Any] = {}
             for name, value in record.items():
                 if name in gcp_billing.TYPES:
-                    row[name] = _convert(value, gcp_billing.TYPES[name], path, number, name)
+                    row[name] = _converter(gcp_billing.TYPES[name], name)(value, path, number)
                     columns.setdefault(name)
                 elif name in PARTITION_COLUMNS:
                     row[name] = value
@@ -181,44 +183,81 @@ def _read_ndjson(path: Path) -> pa.Table:
     return pa.Table.from_pylist(rows, schema=pa.schema(fields))
 
 
-def _convert(value: Any, kind: pa.DataType, path: Path, row: int, column: str) -> Any:
-    """One JSON value as the Python value Arrow stores for ``kind``."""
-    if value is None:
-        return None
-    where = f"{path}: row {row}: {column}"
+Converter = Callable[[Any, Path, int], Any]
+
+
+@cache
+def _converter(kind: pa.DataType, column: str) -> Converter:
+    """A function turning one JSON value of ``column`` into what Arrow stores for ``kind``;
+    built once per column, so a row costs no type dispatch."""
+
+    def fail(path: Path, row: int, what: str, value: Any) -> InputError:
+        return InputError(f"{path}: row {row}: {column} must be {what}, not {value!r:.60}")
+
     if pa.types.is_struct(kind):
-        if not isinstance(value, dict):
-            raise InputError(f"{where} must be a JSON object (a RECORD), not {value!r:.60}")
-        return {
-            item.name: _convert(value.get(item.name), item.type, path, row, f"{column}.{item.name}")
-            for item in kind
-        }
+        fields = [(item.name, _converter(item.type, f"{column}.{item.name}")) for item in kind]
+
+        def record(value: Any, path: Path, row: int) -> Any:
+            if value is None:
+                return None
+            if not isinstance(value, dict):
+                raise fail(path, row, "a JSON object (a RECORD)", value)
+            return {name: convert(value.get(name), path, row) for name, convert in fields}
+
+        return record
     if pa.types.is_list(kind):
-        if not isinstance(value, list):
-            raise InputError(
-                f"{where} must be a JSON list (a REPEATED field), not {value!r:.60}; export the "
-                "table with a BigQuery extract job, which keeps repeated fields as lists"
-            )
-        return [_convert(item, kind.value_type, path, row, column) for item in value]
+        element = _converter(kind.value_type, column)
+
+        def repeated(value: Any, path: Path, row: int) -> Any:
+            if value is None:
+                return None
+            if not isinstance(value, list):
+                raise InputError(
+                    f"{path}: row {row}: {column} must be a JSON list (a REPEATED field), not "
+                    f"{value!r:.60}; export the table with a BigQuery extract job, which keeps "
+                    "repeated fields as lists"
+                )
+            return [element(item, path, row) for item in value]
+
+        return repeated
     if pa.types.is_timestamp(kind):
-        return _timestamp(value, where)
+        return lambda value, path, row: (
+            None if value is None else _timestamp(value, f"{path}: row {row}: {column}")
+        )
     if pa.types.is_decimal(kind) or pa.types.is_floating(kind):
-        if isinstance(value, bool) or not isinstance(value, int | float | str):
-            raise InputError(f"{where} must be a number, not {value!r:.60}")
-        try:
-            number = Decimal(str(value).strip())
-        except InvalidOperation as error:
-            raise InputError(f"{where} must be a number, not {value!r:.60}") from error
-        return number if pa.types.is_decimal(kind) else float(number)
+        exact = pa.types.is_decimal(kind)
+
+        def number(value: Any, path: Path, row: int) -> Any:
+            if value is None or (type(value) is float and not exact):
+                return value
+            if isinstance(value, bool) or not isinstance(value, int | float | str):
+                raise fail(path, row, "a number", value)
+            try:
+                parsed = Decimal(str(value).strip())
+            except InvalidOperation as error:
+                raise fail(path, row, "a number", value) from error
+            if not parsed.is_finite():
+                raise fail(path, row, "a finite number", value)
+            return parsed if exact else float(parsed)
+
+        return number
     if pa.types.is_boolean(kind):
-        if isinstance(value, bool):
+
+        def boolean(value: Any, path: Path, row: int) -> Any:
+            if value is None or isinstance(value, bool):
+                return value
+            if str(value).lower() in ("true", "false"):
+                return str(value).lower() == "true"
+            raise fail(path, row, "true or false", value)
+
+        return boolean
+
+    def text(value: Any, path: Path, row: int) -> Any:
+        if value is None or type(value) is str:
             return value
-        if str(value).lower() in ("true", "false"):
-            return str(value).lower() == "true"
-        raise InputError(f"{where} must be true or false, not {value!r:.60}")
-    if isinstance(value, dict | list):
-        return json.dumps(value)
-    return value if isinstance(value, str) else str(value)
+        return json.dumps(value) if isinstance(value, dict | list) else str(value)
+
+    return text
 
 
 def _timestamp(value: Any, where: str) -> datetime:
