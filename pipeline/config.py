@@ -6,6 +6,7 @@ import hashlib
 import re
 import tomllib
 from dataclasses import dataclass, field
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,17 @@ class Economics:
     checkpoint_write_minutes: float = 1.0
     waste_idle_hours: float = 24.0
     stale_checkpoint_days: float = 7.0
+
+
+@dataclass(frozen=True)
+class GcpSettings:
+    """[gcp]: the BigQuery billing export tables to read, and how (docs/gcp-bigquery.md)."""
+
+    tables: tuple[str, ...] = ()  # full ids: project.dataset.gcp_billing_export_[resource_]v1_...
+    billing_project: str | None = None  # runs (and pays for) the queries; default: each table's
+    window_days: int = 10
+    start_date: date | None = None  # the first run backfills from here
+    api_endpoint: str | None = None  # a local endpoint (tests); anonymous credentials then
 
 
 @dataclass(frozen=True)
@@ -60,6 +72,7 @@ class Config:
     aws_endpoint_url: str | None = None
     aws_region: str | None = None
     economics: Economics = field(default_factory=Economics)
+    gcp: GcpSettings = field(default_factory=GcpSettings)
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def fingerprint(self) -> str:
@@ -80,6 +93,7 @@ class Config:
 _SECTIONS: dict[str, set[str]] = {
     "warehouse": {"path", "memory_limit", "threads", "lock_timeout_seconds", "raw_retention_days"},
     "aws": {"exports", "endpoint_url", "region"},
+    "gcp": {"tables", "billing_project", "window_days", "start_date", "api_endpoint"},
     "telemetry": {"path", "sources", "on_error", "keep_published"},
     "attribution": {"attempt_tag_keys", "experiment_tag_keys", "resource_time"},
     "economics": {
@@ -222,7 +236,80 @@ def parse_config(data: dict[str, Any], base: Path, path: Path | None = None) -> 
         aws_endpoint_url=endpoint_url,
         aws_region=region,
         economics=_parse_economics(data.get("economics", {}), where),
+        gcp=parse_gcp(data.get("gcp", {}), where),
         raw=data,
+    )
+
+
+_TABLE_ID = re.compile(r"(?P<project>[a-z][a-z0-9.:-]*[a-z0-9])\.(?P<dataset>\w+)\.(?P<table>\w+)")
+_PROJECT_ID = re.compile(r"[a-z][a-z0-9.:-]*[a-z0-9]")
+_EXPORT_TABLE = re.compile(r"gcp_billing_export_(?:resource_)?v1_(?P<account>\w+)")
+
+
+def parse_gcp(section: dict[str, Any], where: str) -> GcpSettings:
+    """Validate [gcp]; credentials never come from here (Application Default Credentials)."""
+    tables = _string_list(section.get("tables", []), f"{where}: gcp.tables")
+    accounts: dict[str, str] = {}
+    for table in tables:
+        if not _TABLE_ID.fullmatch(table):
+            raise ConfigError(
+                f"{where}: gcp.tables: {table!r} is not a full table id; name each export table "
+                'as "project.dataset.table", such as '
+                '"my-project.billing.gcp_billing_export_resource_v1_01338E_BE3FD6_363B4C"'
+            )
+        name = table.rsplit(".", 1)[1]
+        match = _EXPORT_TABLE.fullmatch(name)
+        if match is None:
+            continue
+        other = accounts.setdefault(match["account"], table)
+        if other != table:
+            raise ConfigError(
+                f"{where}: gcp.tables lists {other} and {table}: the standard and detailed "
+                f"exports of billing account {match['account']} hold the same costs, so reading "
+                "both would count every cost twice; keep one (the detailed export, "
+                "gcp_billing_export_resource_v1_..., has resource names)"
+            )
+    if len(set(tables)) != len(tables):
+        raise ConfigError(f"{where}: gcp.tables lists a table twice")
+    billing_project = section.get("billing_project")
+    if billing_project is not None and (
+        not isinstance(billing_project, str) or not _PROJECT_ID.fullmatch(billing_project)
+    ):
+        raise ConfigError(
+            f'{where}: gcp.billing_project must be a project id, such as "my-billing-project" '
+            "(the project that runs and pays for runcost's queries)"
+        )
+    window = section.get("window_days", 10)
+    if isinstance(window, bool) or not isinstance(window, int) or not 1 <= window <= 400:
+        raise ConfigError(
+            f"{where}: gcp.window_days must be a whole number of days from 1 to 400 (how many "
+            "recent daily partitions are checked for late rows every run; default 10)"
+        )
+    start = section.get("start_date")
+    if isinstance(start, str):
+        try:
+            start = date.fromisoformat(start) if len(start) == 10 else None
+        except ValueError:
+            start = None
+    if start is not None and (not isinstance(start, date) or hasattr(start, "hour")):
+        raise ConfigError(
+            f'{where}: gcp.start_date must be a date, YYYY-MM-DD, such as "2026-01-01" '
+            "(the first run reads every daily partition from that day on)"
+        )
+    endpoint = section.get("api_endpoint")
+    if endpoint is not None and (
+        not isinstance(endpoint, str) or not endpoint.startswith(("http://", "https://"))
+    ):
+        raise ConfigError(
+            f"{where}: gcp.api_endpoint must be an http:// or https:// URL, such as "
+            '"http://127.0.0.1:9050" (a local BigQuery endpoint; leave it out for Google\'s)'
+        )
+    return GcpSettings(
+        tables=tuple(tables),
+        billing_project=billing_project,
+        window_days=window,
+        start_date=start,
+        api_endpoint=endpoint,
     )
 
 

@@ -1,0 +1,495 @@
+"""A local BigQuery REST endpoint over DuckDB, with real _PARTITIONTIME partitions, for tests."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, time
+from decimal import Decimal
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlparse
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+import sqlglot
+from sqlglot import exp
+
+from bq_values import (
+    arrow_type,
+    coerce_row,
+    decode_schema_type,
+    encode_value,
+    field_type,
+    normalize_schema,
+)
+
+# BigQuery's own INFORMATION_SCHEMA views, as far as an ingester reads them
+_INFO_VIEWS = {
+    "TABLES": "bq_info_tables",
+    "COLUMNS": "bq_info_columns",
+    "COLUMN_FIELD_PATHS": "bq_info_field_paths",
+}
+_INFO_DDL = (
+    "create table bq_info_tables (table_catalog varchar, table_schema varchar, "
+    "table_name varchar, table_type varchar, creation_time timestamptz)",
+    "create table bq_info_columns (table_catalog varchar, table_schema varchar, "
+    "table_name varchar, column_name varchar, ordinal_position bigint, is_nullable varchar, "
+    "data_type varchar, is_system_defined varchar, is_partitioning_column varchar)",
+    "create table bq_info_field_paths (table_catalog varchar, table_schema varchar, "
+    "table_name varchar, column_name varchar, field_path varchar, data_type varchar)",
+)
+_BASE = "/bigquery/v2/projects/"
+
+
+@dataclass
+class Table:
+    """One table or view the endpoint holds."""
+
+    table_id: str
+    schema: list[dict[str, Any]]
+    duck_name: str
+    kind: str = "TABLE"  # or "VIEW"
+    partitioned: bool = True
+
+
+@dataclass
+class QueryRecord:
+    """One query the endpoint ran: its BigQuery SQL, parameters and job project."""
+
+    sql: str
+    params: dict[str, Any]
+    project: str
+
+
+@dataclass
+class _Result:
+    schema: list[dict[str, Any]]
+    rows: list[dict[str, Any]]
+    job: dict[str, Any] = field(default_factory=dict)
+
+
+class BigQueryError(Exception):
+    """An error answered the way BigQuery answers it: HTTP status, reason, message."""
+
+    def __init__(self, status: int, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.status, self.reason, self.message = status, reason, message
+
+
+class BigQueryEndpoint:
+    """The BigQuery v2 REST shapes google-cloud-bigquery uses, on 127.0.0.1, over DuckDB.
+
+    Tables are ingestion-time partitioned like the billing export: every row has a
+    ``_PARTITIONTIME`` chosen when it is inserted, so tests can build realistic partitions and add
+    late rows to one of them later.
+    """
+
+    def __init__(self, page_size: int = 500) -> None:
+        self.page_size = page_size
+        self.tables: dict[str, Table] = {}
+        self.queries: list[QueryRecord] = []
+        self.after_query: Callable[[QueryRecord], None] | None = None
+        self.denied_datasets: set[str] = set()
+        self.denied_job_projects: set[str] = set()
+        self._results: dict[str, _Result] = {}
+        self._lock = threading.RLock()
+        self._con = duckdb.connect()
+        self._con.execute("set TimeZone = 'UTC'")
+        for statement in _INFO_DDL:
+            self._con.execute(statement)
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def start(self) -> BigQueryEndpoint:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._con.close()
+
+    # --- loading data --------------------------------------------------------------------
+
+    def create_table(
+        self, table_id: str, schema: list[dict[str, Any]], *, partitioned: bool = True
+    ) -> None:
+        """An empty table (ingestion-time partitioned by day unless ``partitioned`` is false)."""
+        schema = normalize_schema(schema)
+        with self._lock:
+            duck = f"bq_{len(self.tables)}"
+            columns = [pa.field(item["name"], arrow_type(item)) for item in schema]
+            empty = pa.schema(columns).empty_table()
+            self._con.register("bq_empty", empty)
+            extra = ", cast(null as timestamptz) as _PARTITIONTIME" if partitioned else ""
+            self._con.execute(f'create table "{duck}" as select *{extra} from bq_empty')
+            self._con.unregister("bq_empty")
+            self.tables[table_id] = Table(table_id, schema, duck, "TABLE", partitioned)
+            self._describe(table_id, schema, "BASE TABLE", partitioned)
+
+    def create_view(self, view_id: str, source_id: str) -> None:
+        """A view selecting every column of ``source_id`` (so it has no _PARTITIONTIME)."""
+        with self._lock:
+            source = self.tables[source_id]
+            duck = f"bq_{len(self.tables)}"
+            names = ", ".join(f'"{item["name"]}"' for item in source.schema)
+            self._con.execute(f'create view "{duck}" as select {names} from "{source.duck_name}"')
+            self.tables[view_id] = Table(view_id, source.schema, duck, "VIEW", False)
+            self._describe(view_id, source.schema, "VIEW", False)
+
+    def insert_rows(self, table_id: str, rows: Iterable[dict[str, Any]], partition: date) -> int:
+        """Append export rows (dicts, nested fields nested) to one daily partition."""
+        table = self.tables[table_id]
+        coerced = [coerce_row(row, table.schema) for row in rows]
+        arrow_schema = pa.schema(
+            [pa.field(item["name"], arrow_type(item)) for item in table.schema]
+        )
+        batch = pa.Table.from_pylist(coerced, schema=arrow_schema)
+        names = ", ".join(f'"{item["name"]}"' for item in table.schema)
+        with self._lock:
+            self._con.register("bq_rows", batch)
+            if table.partitioned:
+                stamp = datetime.combine(partition, time(0), tzinfo=UTC)
+                self._con.execute(
+                    f'insert into "{table.duck_name}" ({names}, _PARTITIONTIME) '
+                    f"select {names}, $stamp from bq_rows",
+                    {"stamp": stamp},
+                )
+            else:
+                self._con.execute(
+                    f'insert into "{table.duck_name}" ({names}) select {names} from bq_rows'
+                )
+            self._con.unregister("bq_rows")
+        return len(coerced)
+
+    def load_file(self, table_id: str, path: Path, partition: date) -> int:
+        """Append an export file to one partition: Parquet, or newline-delimited JSON."""
+        if path.suffix == ".parquet":
+            rows = pq.read_table(path).to_pylist()
+        else:
+            lines = path.read_text(encoding="utf-8").splitlines()
+            rows = [json.loads(line) for line in lines if line.strip()]
+        return self.insert_rows(table_id, rows, partition)
+
+    def deny_dataset(self, dataset: str) -> None:
+        """Queries reading ``project.dataset`` get 403 (no BigQuery Data Viewer there)."""
+        self.denied_datasets.add(dataset)
+
+    def deny_jobs(self, project: str) -> None:
+        """Jobs in ``project`` get 403 (no BigQuery Job User there)."""
+        self.denied_job_projects.add(project)
+
+    def fetches(self) -> list[tuple[str, str]]:
+        """(table, partition) of each whole-partition read, in order (the parameter convention
+        of runcost's ingester: a query with a ``partition`` parameter and no aggregate)."""
+        found = []
+        for record in self.queries:
+            if "partition" in record.params and "count(" not in record.sql.lower():
+                tables = re.findall(r"`([^`]+)`", record.sql)
+                found.append((tables[-1], str(record.params["partition"])))
+        return found
+
+    # --- queries -------------------------------------------------------------------------
+
+    def run_query(self, project: str, sql: str, parameters: list[dict[str, Any]]) -> _Result:
+        """Run one BigQuery query (translated to DuckDB) and keep its result under a job id."""
+        if project in self.denied_job_projects:
+            raise BigQueryError(
+                403,
+                "accessDenied",
+                f"Access Denied: Project {project}: User does not have bigquery.jobs.create "
+                f"permission in project {project}.",
+            )
+        params = {item["name"]: _parameter(item) for item in parameters}
+        record = QueryRecord(sql, params, project)
+        with self._lock:
+            duck_sql = self._translate(sql)
+            try:
+                relation = self._con.sql(duck_sql, params=params)
+                table = relation.to_arrow_table()
+            except duckdb.BinderException as error:
+                name = re.search(r'column "?([\w.]+)"? not found', str(error), re.IGNORECASE)
+                detail = name.group(1) if name else str(error)
+                raise BigQueryError(400, "invalidQuery", f"Unrecognized name: {detail}") from error
+            except duckdb.Error as error:
+                raise BigQueryError(400, "invalidQuery", str(error)) from error
+            self.queries.append(record)
+        if self.after_query is not None:
+            self.after_query(record)
+        schema = [_schema_field(item) for item in table.schema]
+        return _Result(schema, table.to_pylist())
+
+    def _translate(self, sql: str) -> str:
+        tree = sqlglot.parse_one(sql, read="bigquery")
+        for node in list(tree.find_all(exp.Table)):
+            replacement = self._table_sql(node)
+            alias = node.alias or node.name.split(".")[-1]
+            node.replace(
+                exp.alias_(exp.Subquery(this=sqlglot.parse_one(replacement)), alias, quoted=True)
+            )
+        for node in tree.find_all(exp.DataType):
+            if node.this == exp.DataType.Type.DECIMAL and not node.expressions:
+                node.set(
+                    "expressions", [exp.DataTypeParam(this=exp.Literal.number(n)) for n in (38, 9)]
+                )
+        return tree.sql("duckdb")
+
+    def _table_sql(self, node: exp.Table) -> str:
+        project, dataset, name = node.catalog, node.db, node.name
+        if not project and "." in dataset:
+            project, dataset = dataset.split(".", 1)
+        if f"{project}.{dataset}" in self.denied_datasets:
+            raise BigQueryError(
+                403,
+                "accessDenied",
+                f"Access Denied: Table {project}:{dataset}.{name}: User does not have permission "
+                f"to query table {project}:{dataset}.{name}, or perhaps it does not exist.",
+            )
+        if name.upper().startswith("INFORMATION_SCHEMA."):
+            view = _INFO_VIEWS[name.split(".", 1)[1].upper()]
+            if not any(key.startswith(f"{project}.{dataset}.") for key in self.tables):
+                raise BigQueryError(
+                    404, "notFound", f"Not found: Dataset {project}:{dataset} was not found"
+                )
+            return (
+                f"select * from {view} where table_catalog = '{project}' "
+                f"and table_schema = '{dataset}'"
+            )
+        table = self.tables.get(f"{project}.{dataset}.{name}")
+        if table is None:
+            raise BigQueryError(
+                404,
+                "notFound",
+                f"Not found: Table {project}:{dataset}.{name} was not found in location US",
+            )
+        return f'select * from "{table.duck_name}"'
+
+    def _describe(
+        self, table_id: str, schema: list[dict[str, Any]], kind: str, partitioned: bool
+    ) -> None:
+        project, dataset, name = table_id.rsplit(".", 2)
+        key = (project, dataset, name)
+        self._con.execute(
+            "insert into bq_info_tables values (?, ?, ?, ?, ?)", [*key, kind, datetime.now(UTC)]
+        )
+        for position, item in enumerate(schema, start=1):
+            nullable = "NO" if item.get("mode") == "REQUIRED" else "YES"
+            self._con.execute(
+                "insert into bq_info_columns values (?, ?, ?, ?, ?, ?, ?, 'NO', 'NO')",
+                [*key, item["name"], position, nullable, decode_schema_type(item)],
+            )
+            for path, data_type in _field_paths(item):
+                self._con.execute(
+                    "insert into bq_info_field_paths values (?, ?, ?, ?, ?, ?)",
+                    [*key, item["name"], path, data_type],
+                )
+        if partitioned:
+            for pseudo, data_type in (("_PARTITIONTIME", "TIMESTAMP"), ("_PARTITIONDATE", "DATE")):
+                self._con.execute(
+                    "insert into bq_info_columns values (?, ?, ?, ?, null, 'YES', ?, 'YES', 'YES')",
+                    [*key, pseudo, data_type],
+                )
+
+    # --- REST ----------------------------------------------------------------------------
+
+    def handle(self, method: str, url: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        """Answer one REST call: (HTTP status, JSON body)."""
+        parsed = urlparse(url)
+        query = {key: values[-1] for key, values in parse_qs(parsed.query).items()}
+        parts = parsed.path.removeprefix(_BASE).split("/")
+        try:
+            try:
+                return 200, self._route(method, parts, query, body)
+            except (KeyError, ValueError, TypeError) as error:  # a request this endpoint can't use
+                raise BigQueryError(400, "invalid", f"{type(error).__name__}: {error}") from error
+        except BigQueryError as error:
+            status = {400: "INVALID_ARGUMENT", 403: "PERMISSION_DENIED", 404: "NOT_FOUND"}
+            return error.status, {
+                "error": {
+                    "code": error.status,
+                    "message": error.message,
+                    "errors": [
+                        {"message": error.message, "domain": "global", "reason": error.reason}
+                    ],
+                    "status": status.get(error.status, "UNKNOWN"),
+                }
+            }
+
+    def _route(
+        self, method: str, parts: list[str], query: dict[str, str], body: dict[str, Any]
+    ) -> dict[str, Any]:
+        project = parts[0]
+        if method == "POST" and parts[1:] == ["jobs"]:
+            return self._jobs_insert(project, body)
+        if method == "POST" and parts[1:] == ["queries"]:
+            job_id = f"job_{uuid.uuid4().hex}"
+            result = self.run_query(project, body["query"], body.get("queryParameters", []))
+            self._results[job_id] = result
+            return {**self._page(project, job_id, query), "kind": "bigquery#queryResponse"}
+        if method == "GET" and len(parts) == 3 and parts[1] == "queries":
+            return self._page(project, parts[2], query)
+        if method == "GET" and len(parts) == 3 and parts[1] == "jobs":
+            return self._results[parts[2]].job
+        if method == "GET" and len(parts) >= 5 and parts[1] == "datasets" and parts[3] == "tables":
+            table_id = f"{project}.{parts[2]}.{parts[4]}"
+            if parts[2] and f"{project}.{parts[2]}" in self.denied_datasets:
+                raise BigQueryError(403, "accessDenied", f"Access Denied: Table {table_id}")
+            table = self.tables.get(table_id)
+            if table is None:
+                raise BigQueryError(404, "notFound", f"Not found: Table {table_id}")
+            if parts[5:] == ["data"]:
+                return self._table_data(table, query)
+            return self._table_resource(table)
+        raise BigQueryError(404, "notFound", f"{method} {'/'.join(parts)} is not served here")
+
+    def _jobs_insert(self, project: str, body: dict[str, Any]) -> dict[str, Any]:
+        configuration = body.get("configuration", {})
+        settings = configuration.get("query", {})
+        reference = {**body.get("jobReference", {}), "projectId": project}
+        reference.setdefault("jobId", f"job_{uuid.uuid4().hex}")
+        reference.setdefault("location", "US")
+        result = self.run_query(project, settings["query"], settings.get("queryParameters", []))
+        now = str(int(datetime.now(UTC).timestamp() * 1000))
+        result.job = {
+            "kind": "bigquery#job",
+            "id": f"{project}:US.{reference['jobId']}",
+            "jobReference": reference,
+            "configuration": configuration,
+            "status": {"state": "DONE"},
+            "statistics": {
+                "creationTime": now,
+                "startTime": now,
+                "endTime": now,
+                "query": {"statementType": "SELECT", "totalBytesProcessed": "0"},
+            },
+        }
+        self._results[reference["jobId"]] = result
+        return result.job
+
+    def _page(self, project: str, job_id: str, query: dict[str, str]) -> dict[str, Any]:
+        result = self._results[job_id]
+        answer: dict[str, Any] = {
+            "kind": "bigquery#getQueryResultsResponse",
+            "jobReference": {"projectId": project, "jobId": job_id, "location": "US"},
+            "jobComplete": True,
+            "schema": {"fields": result.schema},
+            "totalRows": str(len(result.rows)),
+        }
+        answer.update(self._rows(result.schema, result.rows, query))
+        return answer
+
+    def _rows(
+        self, schema: list[dict[str, Any]], rows: list[dict[str, Any]], query: dict[str, str]
+    ) -> dict[str, Any]:
+        size = int(query.get("maxResults", self.page_size))
+        if size == 0:
+            return {}
+        start = int(query.get("pageToken") or query.get("startIndex") or 0)
+        end = min(start + min(size, self.page_size), len(rows))
+        page: dict[str, Any] = {
+            "rows": [
+                {"f": [{"v": encode_value(row[item["name"]], item)} for item in schema]}
+                for row in rows[start:end]
+            ]
+        }
+        if end < len(rows):
+            page["pageToken"] = str(end)
+        return page
+
+    def _table_resource(self, table: Table) -> dict[str, Any]:
+        project, dataset, name = table.table_id.rsplit(".", 2)
+        with self._lock:
+            count = self._con.sql(f'select count(*) from "{table.duck_name}"').fetchall()[0]
+        resource: dict[str, Any] = {
+            "kind": "bigquery#table",
+            "id": f"{project}:{dataset}.{name}",
+            "tableReference": {"projectId": project, "datasetId": dataset, "tableId": name},
+            "schema": {"fields": table.schema},
+            "numRows": str(count[0] if count else 0),
+            "type": table.kind,
+            "location": "US",
+        }
+        if table.partitioned:
+            resource["timePartitioning"] = {"type": "DAY"}
+        return resource
+
+    def _table_data(self, table: Table, query: dict[str, str]) -> dict[str, Any]:
+        names = ", ".join(f'"{item["name"]}"' for item in table.schema)
+        with self._lock:
+            rows = self._con.sql(f'select {names} from "{table.duck_name}"').to_arrow_table()
+        answer = {"kind": "bigquery#tableDataList", "totalRows": str(rows.num_rows)}
+        answer.update(self._rows(table.schema, rows.to_pylist(), query))
+        return answer
+
+
+def _field_paths(item: dict[str, Any], prefix: str = "") -> list[tuple[str, str]]:
+    path = f"{prefix}{item['name']}"
+    found = [(path, decode_schema_type(item))]
+    for child in item.get("fields", []):
+        found.extend(_field_paths(child, f"{path}."))
+    return found
+
+
+def _parameter(item: dict[str, Any]) -> Any:
+    kind = item["parameterType"]["type"]
+    value = item.get("parameterValue", {}).get("value")
+    if value is None:
+        return None
+    converters: dict[str, Callable[[str], Any]] = {
+        "DATE": date.fromisoformat,
+        "INT64": int,
+        "FLOAT64": float,
+        "NUMERIC": Decimal,
+        "BOOL": lambda text: text.lower() == "true",
+        "TIMESTAMP": lambda text: datetime.fromisoformat(text.replace(" UTC", "+00:00")),
+    }
+    return converters.get(kind, str)(value)
+
+
+def _schema_field(item: pa.Field) -> dict[str, Any]:
+    kind, mode, fields = field_type(item.type)
+    answer: dict[str, Any] = {"name": item.name, "type": kind, "mode": mode}
+    if fields:
+        answer["fields"] = [_schema_field(child) for child in fields]
+    return answer
+
+
+def _handler(endpoint: BigQueryEndpoint) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def _answer(self, method: str) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            raw = self.rfile.read(length) if length else b""
+            try:
+                body = json.loads(raw) if raw.strip() else {}
+                status, answer = endpoint.handle(method, self.path, body)
+            except Exception as error:  # answer, never drop the connection (the client retries)
+                status, answer = 400, {"error": {"code": 400, "message": repr(error)}}
+            data = json.dumps(answer).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json; charset=UTF-8")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_GET(self) -> None:
+            self._answer("GET")
+
+        def do_POST(self) -> None:
+            self._answer("POST")
+
+        def log_message(self, format: str, *args: Any) -> None:  # quiet: tests read records
+            return
+
+    return Handler
