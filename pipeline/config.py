@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import re
 import tomllib
@@ -286,11 +287,9 @@ def parse_gcp(section: dict[str, Any], where: str) -> GcpSettings:
             "recent daily partitions are checked for late rows every run; default 10)"
         )
     start = section.get("start_date")
-    if isinstance(start, str):
-        try:
-            start = date.fromisoformat(start) if len(start) == 10 else None
-        except ValueError:
-            start = None
+    if isinstance(start, str) and re.fullmatch(r"\d{4}-\d{2}-\d{2}", start):
+        with contextlib.suppress(ValueError):  # such as month 13: refused below
+            start = date.fromisoformat(start)
     if start is not None and (not isinstance(start, date) or hasattr(start, "hour")):
         raise ConfigError(
             f'{where}: gcp.start_date must be a date, YYYY-MM-DD, such as "2026-01-01" '

@@ -224,3 +224,19 @@ def test_a_partition_that_keeps_changing_fails_and_stores_nothing(
     assert _current(config.warehouse) == before
     snapshots = sorted(path.name for path in (config.warehouse / "snapshots").iterdir())
     assert len(snapshots) == 1
+
+
+def test_permission_denied_fails_the_run_and_publishes_nothing(
+    tmp_path: Path, bq_endpoint: BigQueryEndpoint
+) -> None:
+    _export(bq_endpoint)
+    bq_endpoint.deny_jobs("billing-proj")
+    config = _config(tmp_path, bq_endpoint)
+    with pytest.raises(InputError, match=r"BigQuery Job User \(roles/bigquery.jobUser\)"):
+        run_pipeline(config)
+    assert not (config.warehouse / "snapshots").exists()
+    assert not (config.warehouse / "raw").exists()
+    manifests = list((config.warehouse / "runs").glob("*/manifest.json"))
+    recorded = json.loads(manifests[0].read_text())
+    assert recorded["status"] == "failed"
+    assert recorded["error"].startswith(f"InputError: {DETAILED_TABLE}: permission denied")
