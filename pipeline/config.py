@@ -179,9 +179,7 @@ def parse_config(data: dict[str, Any], base: Path, path: Path | None = None) -> 
             "(how long superseded deliveries stay in raw/)"
         )
     endpoint_url = aws.get("endpoint_url")
-    if endpoint_url is not None and (
-        not isinstance(endpoint_url, str) or not endpoint_url.startswith(("http://", "https://"))
-    ):
+    if endpoint_url is not None and not _is_url(endpoint_url):
         raise ConfigError(
             f"{where}: aws.endpoint_url must be an http:// or https:// URL of an S3-compatible "
             'store, such as "https://minio.internal:9000"'
@@ -296,9 +294,7 @@ def parse_gcp(section: dict[str, Any], where: str) -> GcpSettings:
             "(the first run reads every daily partition from that day on)"
         )
     endpoint = section.get("api_endpoint")
-    if endpoint is not None and (
-        not isinstance(endpoint, str) or not endpoint.startswith(("http://", "https://"))
-    ):
+    if endpoint is not None and not _is_url(endpoint):
         raise ConfigError(
             f"{where}: gcp.api_endpoint must be an http:// or https:// URL, such as "
             '"http://127.0.0.1:9050" (a local BigQuery endpoint; leave it out for Google\'s)'
@@ -310,6 +306,10 @@ def parse_gcp(section: dict[str, Any], where: str) -> GcpSettings:
         start_date=start,
         api_endpoint=endpoint,
     )
+
+
+def _is_url(value: Any) -> bool:
+    return isinstance(value, str) and value.startswith(("http://", "https://"))
 
 
 def _parse_economics(section: dict[str, Any], where: str) -> Economics:

@@ -55,6 +55,15 @@ def _current(warehouse: Path) -> dict[str, str]:
     }
 
 
+def _first_night(tmp_path: Path, endpoint: BigQueryEndpoint) -> tuple[Any, dict[str, str]]:
+    """The export, a first run over it, and the current delivery of each partition after it."""
+    _export(endpoint)
+    config = _config(tmp_path, endpoint)
+    run_pipeline(config)
+    endpoint.queries.clear()
+    return config, _current(config.warehouse)
+
+
 def _raw_rows(warehouse: Path, day: date) -> list[dict[str, Any]]:
     folder = warehouse / "raw" / "gcp" / DETAILED_TABLE / f"BILLING_PERIOD={day}"
     current = json.loads((folder / "current.json").read_text())["delivery_id"]
@@ -114,11 +123,7 @@ def test_first_run_backfills_every_partition_nested_and_records_it(
 def test_second_night_rereads_only_the_partition_with_late_rows(
     tmp_path: Path, bq_endpoint: BigQueryEndpoint
 ) -> None:
-    _export(bq_endpoint)
-    config = _config(tmp_path, bq_endpoint)
-    run_pipeline(config)
-    before = _current(config.warehouse)
-    bq_endpoint.queries.clear()
+    config, before = _first_night(tmp_path, bq_endpoint)
 
     late = export_row(
         DAYS[4],
@@ -200,10 +205,7 @@ def test_a_partition_that_changes_once_while_read_is_read_again(
 def test_a_partition_that_keeps_changing_fails_and_stores_nothing(
     tmp_path: Path, bq_endpoint: BigQueryEndpoint
 ) -> None:
-    _export(bq_endpoint)
-    config = _config(tmp_path, bq_endpoint)
-    run_pipeline(config)
-    before = _current(config.warehouse)
+    config, before = _first_night(tmp_path, bq_endpoint)
     for day in (DAYS[3], DAYS[5]):  # late rows in two partitions; the newer keeps growing
         bq_endpoint.insert_rows(DETAILED_TABLE, [export_row(day, 20, "1")], day)
     _grow_on_fetch(bq_endpoint, DAYS[5], times=10)
