@@ -3,10 +3,11 @@ INFORMATION_SCHEMA views, and BigQuery SQL translated with sqlglot."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import re
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time
 from pathlib import Path
@@ -16,7 +17,14 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 import sqlglot
-from bq_values import arrow_type, coerce_row, decode_schema_type, normalize_schema
+from bq_values import (
+    arrow_type,
+    coerce_row,
+    decode_schema_type,
+    normalize_schema,
+    schema_field,
+    timestamp,
+)
 from sqlglot import exp
 
 # BigQuery's own INFORMATION_SCHEMA views, as far as an ingester reads them
@@ -71,9 +79,12 @@ class Catalog:
         self._con.close()
 
     def create_table(
-        self, table_id: str, schema: list[dict[str, Any]], *, partitioned: bool = True
+        self, table_id: str, schema: list[dict[str, Any]] | pa.Schema, *, partitioned: bool = True
     ) -> None:
-        """An empty table (ingestion-time partitioned by day unless ``partitioned`` is false)."""
+        """An empty table (ingestion-time partitioned by day unless ``partitioned`` is false).
+        ``schema`` is BigQuery's JSON schema, or the Arrow schema of an export Parquet file."""
+        if isinstance(schema, pa.Schema):
+            schema = [schema_field(item) for item in schema]
         schema = normalize_schema(schema)
         with self._lock:
             duck = f"bq_{len(self.tables)}"
@@ -121,13 +132,31 @@ class Catalog:
             self._con.unregister("bq_rows")
         return len(coerced)
 
-    def load_file(self, table_id: str, path: Path, partition: date) -> int:
-        """Append an export file to one partition: Parquet, or newline-delimited JSON."""
+    def insert_by_day(
+        self,
+        table_id: str,
+        rows: Iterable[dict[str, Any]],
+        day_of: Callable[[dict[str, Any]], date] | None = None,
+    ) -> dict[date, int]:
+        """Append rows each to its own partition: ``day_of(row)``, by default the UTC date of
+        its usage_start_time (a partition's date is close to its rows' usage day)."""
+        groups: dict[date, list[dict[str, Any]]] = {}
+        for row in rows:
+            day = day_of(row) if day_of else timestamp(row["usage_start_time"]).date()
+            groups.setdefault(day, []).append(row)
+        return {day: self.insert_rows(table_id, part, day) for day, part in sorted(groups.items())}
+
+    def load_file(self, table_id: str, path: Path, partition: date | None = None) -> int:
+        """Append an export file (Parquet, or newline-delimited JSON, gzipped or not) to one
+        partition, or with ``partition=None`` each row to the day of its usage_start_time."""
         if path.suffix == ".parquet":
             rows = pq.read_table(path).to_pylist()
         else:
-            lines = path.read_text(encoding="utf-8").splitlines()
-            rows = [json.loads(line) for line in lines if line.strip()]
+            opener = gzip.open if path.suffix == ".gz" else open
+            with opener(path, "rt", encoding="utf-8") as handle:
+                rows = [json.loads(line) for line in handle if line.strip()]
+        if partition is None:
+            return sum(self.insert_by_day(table_id, rows).values())
         return self.insert_rows(table_id, rows, partition)
 
     def deny_dataset(self, dataset: str) -> None:

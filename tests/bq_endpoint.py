@@ -14,9 +14,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
-import pyarrow as pa
 from bq_catalog import BigQueryError, Catalog, Table
-from bq_values import encode_value, field_type
+from bq_values import encode_value, schema_field
 
 _BASE = "/bigquery/v2/projects/"
 
@@ -100,7 +99,7 @@ class BigQueryEndpoint(Catalog):
         self.queries.append(record)
         if self.after_query is not None:
             self.after_query(record)
-        schema = [_schema_field(item) for item in table.schema]
+        schema = [schema_field(item) for item in table.schema]
         return _Result(schema, table.to_pylist())
 
     # --- REST ----------------------------------------------------------------------------
@@ -245,14 +244,6 @@ def _parameter(item: dict[str, Any]) -> Any:
         "TIMESTAMP": lambda text: datetime.fromisoformat(text.replace(" UTC", "+00:00")),
     }
     return converters.get(kind, str)(value)
-
-
-def _schema_field(item: pa.Field) -> dict[str, Any]:
-    kind, mode, fields = field_type(item.type)
-    answer: dict[str, Any] = {"name": item.name, "type": kind, "mode": mode}
-    if fields:
-        answer["fields"] = [_schema_field(child) for child in fields]
-    return answer
 
 
 def _handler(endpoint: BigQueryEndpoint) -> type[BaseHTTPRequestHandler]:

@@ -95,13 +95,14 @@ def _coerce_one(value: Any, item: dict[str, Any]) -> Any:
     if kind in ("BOOLEAN", "BOOL"):
         return value if isinstance(value, bool) else str(value).lower() == "true"
     if kind == "TIMESTAMP":
-        return _timestamp(value)
+        return timestamp(value)
     if kind == "DATE":
         return value if isinstance(value, date) else date.fromisoformat(str(value))
     return str(value)
 
 
-def _timestamp(value: Any) -> datetime:
+def timestamp(value: Any) -> datetime:
+    """A TIMESTAMP from a datetime, epoch seconds, or text like '2026-11-01 05:00:00 UTC'."""
     if isinstance(value, datetime):
         return value if value.tzinfo else value.replace(tzinfo=UTC)
     if isinstance(value, int | float):
@@ -160,3 +161,12 @@ def encode_value(value: Any, item: dict[str, Any]) -> Any:
     if kind == "DATE":
         return value.isoformat()
     return str(value)
+
+
+def schema_field(item: pa.Field) -> dict[str, Any]:
+    """The BigQuery schema field of an Arrow field (as a query result, or a Parquet export)."""
+    kind, mode, fields = field_type(item.type)
+    answer: dict[str, Any] = {"name": item.name, "type": kind, "mode": mode}
+    if fields:
+        answer["fields"] = [schema_field(child) for child in fields]
+    return answer

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 from datetime import date, timedelta
 from pathlib import Path
@@ -128,6 +129,38 @@ def test_export_files_load_into_chosen_partitions(
     assert (row["cost"], row["credits"][0]["amount"]) == (3.25, -1.25)
     assert row["export_time"].isoformat() == "2026-11-27T07:12:45.500000+00:00"
     assert by_day["2026-11-26"].column("cost").to_pylist() == [1.75]
+
+
+def test_an_export_file_makes_the_table_and_fills_each_usage_day(
+    tmp_path: Path, bq_endpoint: BigQueryEndpoint
+) -> None:
+    rows = [
+        export_row(
+            DAY - timedelta(days=n), 5, f"{n}.5", labels={"a": "b"}, credits=[("FREE_TIER", "-0.5")]
+        )
+        for n in (0, 1, 1)
+    ]
+    parquet = tmp_path / "export.parquet"  # as an extract job writes it: FLOAT is double
+    floats = [
+        {**row, "cost": float(row["cost"]), "cost_at_list": float(row["cost"])} for row in rows
+    ]
+    pq.write_table(pa.Table.from_pylist(floats), parquet)
+    schema = pq.read_schema(parquet)
+    bq_endpoint.create_table(DETAILED_TABLE, schema)
+    assert bq_endpoint.load_file(DETAILED_TABLE, parquet) == 3
+    ndjson = tmp_path / "late.json.gz"
+    late = {**export_row(DAY, 6, "9"), "usage_start_time": "2026-11-27 06:00:00 UTC"}
+    with gzip.open(ndjson, "wt", encoding="utf-8") as handle:
+        handle.write(json.dumps(late, default=str) + "\n")
+    assert bq_endpoint.load_file(DETAILED_TABLE, ndjson) == 1
+
+    result = ingest_gcp_tables(_config(tmp_path, bq_endpoint, DETAILED_TABLE), today=TODAY)
+    costs = {
+        item.billing_period: sorted(pq.read_table(item.files[0]).column("cost").to_pylist())
+        for item in result.deliveries
+    }
+    assert costs == {"2026-11-26": [1.5, 1.5], "2026-11-27": [0.5, 9.0]}
+    assert pq.read_schema(result.deliveries[0].files[0]).names == schema.names
 
 
 def test_a_prefix_names_the_tables_it_starts(tmp_path: Path, bq_endpoint: BigQueryEndpoint) -> None:
