@@ -153,7 +153,8 @@ class _Events:
 
 def _run(config: Config, events: _Events, run_dir: Path, manifest: dict) -> RunResult:
     run_id = manifest["run_id"]
-    events.start("ingest", "AWS CUR 2.0 deliveries", total=len(config.aws_exports))
+    sources = "AWS CUR 2.0 deliveries" + (", GCP export partitions" if config.gcp.tables else "")
+    events.start("ingest", sources, total=len(config.aws_exports) + len(config.gcp.tables))
     deliveries = ingest_aws_exports(config)
     gcp = ingest_gcp_tables(config)  # after AWS; nothing to do without gcp.tables
     deliveries = [*deliveries, *gcp.deliveries]
