@@ -159,6 +159,15 @@ class Catalog:
             return sum(self.insert_by_day(table_id, rows).values())
         return self.insert_rows(table_id, rows, partition)
 
+    def drop_partition(self, table_id: str, partition: date) -> None:
+        """Delete one daily partition (as partition expiration does)."""
+        table = self.tables[table_id]
+        with self._lock:
+            self._con.execute(
+                f'delete from "{table.duck_name}" where cast(_PARTITIONTIME as date) = $day',
+                {"day": partition},
+            )
+
     def deny_dataset(self, dataset: str) -> None:
         """Queries reading ``project.dataset`` get 403 (no BigQuery Data Viewer there)."""
         self.denied_datasets.add(dataset)
