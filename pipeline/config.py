@@ -9,7 +9,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pipeline.config_gcp import GcpSettings, parse_gcp
 from pipeline.config_pools import Pool, parse_pools
+from pipeline.config_values import is_url, string_list
 from pipeline.errors import ConfigError
 
 DEFAULT_CONFIG_NAME = "runcost.toml"
@@ -59,8 +61,8 @@ class Config:
     raw_retention_days: int = 90
     aws_endpoint_url: str | None = None
     aws_region: str | None = None
-    gcp_files: tuple[str, ...] = ()
     economics: Economics = field(default_factory=Economics)
+    gcp: GcpSettings = field(default_factory=GcpSettings)
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def fingerprint(self) -> str:
@@ -68,7 +70,8 @@ class Config:
         text = repr(
             (
                 self.aws_exports,
-                self.gcp_files,
+                self.gcp.tables,
+                self.gcp.files,
                 self.attempt_tag_keys,
                 self.experiment_tag_keys,
                 self.resource_time,
@@ -82,7 +85,7 @@ class Config:
 _SECTIONS: dict[str, set[str]] = {
     "warehouse": {"path", "memory_limit", "threads", "lock_timeout_seconds", "raw_retention_days"},
     "aws": {"exports", "endpoint_url", "region"},
-    "gcp": {"files"},
+    "gcp": {"files", "tables", "billing_project", "window_days", "start_date", "api_endpoint"},
     "telemetry": {"path", "sources", "on_error", "keep_published"},
     "attribution": {"attempt_tag_keys", "experiment_tag_keys", "resource_time"},
     "economics": {
@@ -158,7 +161,7 @@ def parse_config(data: dict[str, Any], base: Path, path: Path | None = None) -> 
             f"not {memory_limit!r}"
         )
 
-    exports = _string_list(aws.get("exports", []), f"{where}: aws.exports")
+    exports = string_list(aws.get("exports", []), f"{where}: aws.exports")
     resolved_exports = tuple(_resolve_location(item, base) for item in exports)
     retention = warehouse.get("raw_retention_days", 90)
     if isinstance(retention, bool) or not isinstance(retention, int) or retention < 0:
@@ -167,9 +170,7 @@ def parse_config(data: dict[str, Any], base: Path, path: Path | None = None) -> 
             "(how long superseded deliveries stay in raw/)"
         )
     endpoint_url = aws.get("endpoint_url")
-    if endpoint_url is not None and (
-        not isinstance(endpoint_url, str) or not endpoint_url.startswith(("http://", "https://"))
-    ):
+    if endpoint_url is not None and not is_url(endpoint_url):
         raise ConfigError(
             f"{where}: aws.endpoint_url must be an http:// or https:// URL of an S3-compatible "
             'store, such as "https://minio.internal:9000"'
@@ -188,11 +189,11 @@ def parse_config(data: dict[str, Any], base: Path, path: Path | None = None) -> 
     if not isinstance(keep_published, bool):
         raise ConfigError(f"{where}: telemetry.keep_published must be true or false")
 
-    attempt_keys = _string_list(
+    attempt_keys = string_list(
         attribution.get("attempt_tag_keys", ["user_attempt_id"]),
         f"{where}: attribution.attempt_tag_keys",
     )
-    experiment_keys = _string_list(
+    experiment_keys = string_list(
         attribution.get("experiment_tag_keys", ["user_experiment_id"]),
         f"{where}: attribution.experiment_tag_keys",
     )
@@ -224,20 +225,9 @@ def parse_config(data: dict[str, Any], base: Path, path: Path | None = None) -> 
         raw_retention_days=retention,
         aws_endpoint_url=endpoint_url,
         aws_region=region,
-        gcp_files=_parse_gcp_files(data.get("gcp", {}), base, where),
         economics=_parse_economics(data.get("economics", {}), where),
+        gcp=parse_gcp(data.get("gcp", {}), base, where),
         raw=data,
-    )
-
-
-def _parse_gcp_files(section: dict[str, Any], base: Path, where: str) -> tuple[str, ...]:
-    """gcp.files: BigQuery extract files (NDJSON or Parquet), folders or globs; relative to base."""
-    files = _string_list(section.get("files", []), f"{where}: gcp.files")
-    return tuple(
-        str(Path(item).expanduser())
-        if Path(item).expanduser().is_absolute()
-        else str(base / Path(item).expanduser())
-        for item in files
     )
 
 
@@ -277,12 +267,6 @@ def _parse_sources(value: Any, base: Path, where: str) -> tuple[TelemetrySource,
         resolved = None if path is None else _resolve_path(path, base, "path", what)
         sources.append(TelemetrySource(item["kind"], resolved, options))
     return tuple(sources)
-
-
-def _string_list(value: Any, what: str) -> list[str]:
-    if not isinstance(value, list) or not all(isinstance(item, str) and item for item in value):
-        raise ConfigError(f'{what} must be a list of non-empty strings, such as ["a", "b"]')
-    return value
 
 
 def _resolve_path(value: Any, base: Path, key: str, where: str) -> Path:

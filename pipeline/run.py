@@ -19,6 +19,7 @@ from pipeline import __version__
 from pipeline.config import Config
 from pipeline.errors import CheckFailed
 from pipeline.ingest.aws_cur2 import Delivery, ingest_aws_exports
+from pipeline.ingest.gcp_bigquery import ingest_gcp_tables
 from pipeline.ingest.gcp_files import ingest_gcp_files
 from pipeline.lock import WarehouseLock
 from pipeline.pools import pool_models
@@ -153,12 +154,17 @@ class _Events:
 
 def _run(config: Config, events: _Events, run_dir: Path, manifest: dict) -> RunResult:
     run_id = manifest["run_id"]
-    events.start("ingest", "AWS CUR 2.0 deliveries", total=len(config.aws_exports))
+    sources = "AWS CUR 2.0 deliveries" + (", GCP export partitions" if config.gcp.tables else "")
+    events.start("ingest", sources, total=len(config.aws_exports) + len(config.gcp.tables))
     deliveries = ingest_aws_exports(config)
     deliveries += ingest_gcp_files(config)
+    gcp = ingest_gcp_tables(config)  # after AWS; nothing to do without gcp.tables
+    deliveries = [*deliveries, *gcp.deliveries]
     new = sum(item.new for item in deliveries)
     events.done("ingest", f"{len(deliveries)} deliveries, {new} new")
     manifest["inputs"] = {"deliveries": [_delivery_record(item) for item in deliveries]}
+    if config.gcp.tables:
+        manifest["inputs"]["gcp"] = gcp.manifest()
 
     events.start("telemetry", "canonical tables")
     if config.telemetry is None and not config.telemetry_sources:

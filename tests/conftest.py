@@ -1,4 +1,4 @@
-"""Shared fixtures: a DAG built on no input, and a moto S3 server on 127.0.0.1."""
+"""Shared fixtures: a DAG built on no input, a moto S3 server and a BigQuery endpoint."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from typing import Any
 import boto3
 import duckdb
 import pytest
+from bq_endpoint import BigQueryEndpoint
 from moto.server import ThreadedMotoServer
 
 from pipeline.config import parse_config
@@ -76,3 +77,14 @@ def s3(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, Any, list[str]]]:
         yield url, client, gets
     finally:
         server.stop()
+
+
+@pytest.fixture
+def bq_endpoint() -> Iterator[BigQueryEndpoint]:
+    """A local BigQuery REST endpoint on 127.0.0.1 over DuckDB (tests/bq_endpoint.py): load
+    export rows into daily partitions with create_table / insert_rows / load_file."""
+    endpoint = BigQueryEndpoint().start()
+    try:
+        yield endpoint
+    finally:
+        endpoint.stop()

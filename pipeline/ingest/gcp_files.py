@@ -49,10 +49,10 @@ class _Partition:
 
 def ingest_gcp_files(config: Config) -> list[Delivery]:
     """Store each partition day of every gcp.files source in raw/gcp/; return the current ones."""
-    if not config.gcp_files:
+    if not config.gcp.files:
         return []
     store = RawStore(config.warehouse / "raw", PROVIDER)
-    sources = _sources(config.gcp_files)
+    sources = _sources(config.gcp.files)
     staging = config.warehouse / _STAGING / secrets.token_hex(4)
     try:
         # read and check every file first: an error leaves raw/ exactly as it was

@@ -194,7 +194,7 @@ def test_no_matching_files(tmp_path: Path) -> None:
 
 
 def test_config_gcp_files(tmp_path: Path) -> None:
-    assert config(tmp_path, "exports/*.json").gcp_files == (str(tmp_path / "exports/*.json"),)
-    assert parse_config({}, base=tmp_path).gcp_files == ()
+    assert config(tmp_path, "exports/*.json").gcp.files == (str(tmp_path / "exports/*.json"),)
+    assert parse_config({}, base=tmp_path).gcp.files == ()
     with pytest.raises(ConfigError, match=r"gcp\.files must be a list of non-empty strings"):
         parse_config({"gcp": {"files": "exports"}}, base=tmp_path)

@@ -1,0 +1,231 @@
+"""GCP billing export ingest from BigQuery: re-read each changed daily partition into raw/gcp/."""
+
+from __future__ import annotations
+
+import json
+import logging
+import secrets
+import shutil
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+from google.cloud import bigquery
+
+from pipeline.config import Config
+from pipeline.errors import InputError
+from pipeline.ingest.gcp_bigquery_client import job_project, make_client, query, translated
+from pipeline.ingest.gcp_bigquery_table import ExportTable, inspect_table
+from pipeline.ingest.gcp_partitions import (
+    Fingerprint,
+    fetch_sql,
+    fingerprints,
+    partition_fingerprint,
+    scan_range,
+)
+from pipeline.ingest.raw_store import DELIVERY_FILE, Delivery, RawStore
+
+log = logging.getLogger("runcost")
+
+PROVIDER = "gcp"
+DATA_FILE = "data.parquet"
+MAX_READS = 3  # reads of one partition before "it keeps changing" fails the run
+_STAGING = ".ingest-staging"
+
+
+@dataclass(frozen=True)
+class _Staged:
+    """One partition read whole, checked, and written to the staging folder."""
+
+    table: ExportTable
+    day: date
+    fingerprint: Fingerprint
+    reads: int
+    folder: Path
+
+    @property
+    def delivery_id(self) -> str:
+        return self.fingerprint.delivery_id(self.table.columns)
+
+
+@dataclass
+class GcpIngest:
+    """The current GCP deliveries, and what this run checked and re-read (for the manifest)."""
+
+    deliveries: list[Delivery] = field(default_factory=list)
+    tables: list[dict[str, Any]] = field(default_factory=list)
+
+    def manifest(self) -> dict[str, Any]:
+        """manifest.json inputs.gcp: per table, the window and each partition's fingerprint."""
+        refetched = [
+            f"{table['table']}${item['partition']}"
+            for table in self.tables
+            for item in table["partitions"]
+            if item["refetched"]
+        ]
+        return {"tables": self.tables, "refetched": refetched}
+
+
+def ingest_gcp_tables(config: Config, today: date | None = None) -> GcpIngest:
+    """Fingerprint the recent daily partitions of every gcp.tables entry, re-read the new and
+    changed ones whole, and make them current in raw/gcp/ only once every one was read."""
+    if not config.gcp.tables:
+        return GcpIngest()
+    store = RawStore(config.warehouse / "raw", PROVIDER)
+    staging = config.warehouse / _STAGING / secrets.token_hex(4)
+    try:
+        return _ingest(config, store, staging, today or datetime.now(UTC).date())
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+        if staging.parent.is_dir() and not any(staging.parent.iterdir()):
+            staging.parent.rmdir()
+
+
+def _ingest(config: Config, store: RawStore, staging: Path, today: date) -> GcpIngest:
+    settings = config.gcp
+    clients: dict[str, bigquery.Client] = {}
+    staged: list[_Staged] = []
+    result = GcpIngest()
+    # Read everything first: an error leaves raw/ exactly as it was.
+    for table_id in settings.tables:
+        project = job_project(settings, table_id)
+        if project not in clients:
+            clients[project] = make_client(settings, project)
+        client = clients[project]
+        table = inspect_table(client, table_id)
+        stored = _stored(store, table_id)
+        first, last = scan_range(settings, sorted(stored), today)
+        remote = fingerprints(client, table_id, first, last)
+        partitions = []
+        for day, fingerprint in sorted(remote.items()):
+            known = stored.get(day)
+            status = "new" if known is None else "changed"
+            if known is not None and known[1] == fingerprint:
+                status = "unchanged"
+                reads, delivery_id = 0, known[0]
+            else:
+                folder = staging / f"{len(staged):04d}"
+                item = _read_partition(client, table, day, fingerprint, folder)
+                staged.append(item)
+                fingerprint, reads, delivery_id = item.fingerprint, item.reads, item.delivery_id
+            partitions.append(
+                {
+                    "partition": day.isoformat(),
+                    **fingerprint.as_record(),
+                    "status": status,
+                    "refetched": reads > 0,
+                    "reads": reads,
+                    "delivery_id": delivery_id,
+                }
+            )
+        for day in sorted(set(stored) - set(remote)):
+            if first <= day <= last:
+                log.warning(
+                    "%s: partition %s is stored in raw/ but BigQuery no longer has it (partition "
+                    "expiration?); the stored copy stays current",
+                    table_id,
+                    day,
+                )
+        result.tables.append(
+            {
+                "table": table_id,
+                "kind": table.kind,
+                "window": [first.isoformat(), last.isoformat()],
+                "partitions": partitions,
+            }
+        )
+        log.info(
+            "%s (%s export): %d partitions from %s to %s, %d re-read",
+            table_id,
+            table.kind,
+            len(partitions),
+            first,
+            last,
+            sum(item["refetched"] for item in partitions),
+        )
+
+    for item in staged:
+        export, period = item.table.table_id, item.day.isoformat()
+        if store.has_delivery(export, period, item.delivery_id):
+            store.verify(export, period, item.delivery_id)  # stored by a run that then died
+            continue
+        record = {
+            "source_location": f"bigquery://{export}",
+            "table_kind": item.table.kind,
+            "partition": period,
+            "fingerprint": item.fingerprint.as_record(),
+            "columns": list(item.table.columns),
+            "reads": item.reads,
+        }
+        files = [{"name": DATA_FILE, "source": f"{export}${item.day:%Y%m%d}", "etag": None}]
+        store.commit(export, period, item.delivery_id, item.folder, files, [], record)
+    for item in staged:
+        store.set_current(item.table.table_id, item.day.isoformat(), item.delivery_id)
+    store.prune(config.raw_retention_days)
+
+    new = {(item.table.table_id, item.day.isoformat()) for item in staged}
+    for export, period in store.periods():
+        if export not in settings.tables:
+            continue
+        delivery_id = store.current_delivery_id(export, period)
+        if delivery_id is not None:
+            if (export, period) not in new:
+                store.verify(export, period, delivery_id, full=False)
+            result.deliveries.append(
+                store.load(export, period, delivery_id, new=(export, period) in new)
+            )
+    return result
+
+
+def _stored(store: RawStore, table_id: str) -> dict[date, tuple[str, Fingerprint | None]]:
+    """The current delivery of each stored partition of one table, and its fingerprint."""
+    found: dict[date, tuple[str, Fingerprint | None]] = {}
+    for export, period in store.periods():
+        if export != table_id:
+            continue
+        delivery_id = store.current_delivery_id(export, period)
+        if delivery_id is None:
+            continue
+        store.verify(export, period, delivery_id, full=False)
+        path = store.delivery_folder(export, period, delivery_id) / DELIVERY_FILE
+        record = json.loads(path.read_text(encoding="utf-8"))
+        found[date.fromisoformat(period)] = (
+            delivery_id,
+            Fingerprint.from_record(record.get("fingerprint")),
+        )
+    return found
+
+
+def _read_partition(
+    client: bigquery.Client, table: ExportTable, day: date, before: Fingerprint, folder: Path
+) -> _Staged:
+    """Read one partition whole; read it again while its fingerprint moves under the read."""
+    seen = [before]
+    for reads in range(1, MAX_READS + 1):
+        with translated(client, table.table_id):
+            rows = query(
+                client, fetch_sql(table.table_id, table.columns), {"partition": day}, table.table_id
+            ).to_arrow(create_bqstorage_client=False)
+        after = partition_fingerprint(client, table.table_id, day)
+        if after == seen[-1] and rows.num_rows == after.rows:
+            folder.mkdir(parents=True)
+            pq.write_table(rows, folder / DATA_FILE)
+            return _Staged(table, day, after, reads, folder)
+        log.warning(
+            "%s: partition %s changed while it was read (%d rows before, %d after); reading "
+            "it again",
+            table.table_id,
+            day,
+            seen[-1].rows,
+            after.rows,
+        )
+        seen.append(after)
+    counts = " -> ".join(str(item.rows) for item in seen)
+    raise InputError(
+        f"{table.table_id}: partition {day} kept changing while it was read ({MAX_READS} reads; "
+        f"rows {counts}; latest export_time {seen[-1].max_export_time}): the billing export is "
+        "still loading this day; nothing was stored, so run again once the load has finished "
+        "(schedule the nightly run a few hours after the export's daily load)"
+    )
