@@ -19,6 +19,7 @@ from pipeline import __version__
 from pipeline.config import Config
 from pipeline.errors import CheckFailed
 from pipeline.ingest.aws_cur2 import Delivery, ingest_aws_exports
+from pipeline.ingest.focus_files import ingest_focus_files
 from pipeline.lock import WarehouseLock
 from pipeline.pools import pool_models
 from pipeline.publish import publish, snapshot_hash, table_contents
@@ -154,6 +155,7 @@ def _run(config: Config, events: _Events, run_dir: Path, manifest: dict) -> RunR
     run_id = manifest["run_id"]
     events.start("ingest", "AWS CUR 2.0 deliveries", total=len(config.aws_exports))
     deliveries = ingest_aws_exports(config)
+    deliveries += ingest_focus_files(config)
     new = sum(item.new for item in deliveries)
     events.done("ingest", f"{len(deliveries)} deliveries, {new} new")
     manifest["inputs"] = {"deliveries": [_delivery_record(item) for item in deliveries]}

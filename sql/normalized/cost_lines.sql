@@ -1,10 +1,15 @@
 -- Provider-neutral cost lines with FOCUS 1.2 meanings and the four cost bases, money DECIMAL(38, 10).
 -- grain: one row per billed line item (line_id), every provider
 -- Each provider's staging.<provider>_cost_lines view emits these columns in this order; line ids are
--- disjoint by construction (each source owns a range: AWS CUR 2.0 ids are below 2^56).
+-- disjoint by construction (each source owns a range: AWS CUR 2.0 ids are below 2^56, FOCUS files
+-- 2 * 2^56 + file_index * 2^32 + row).
 -- The attribution tags are read here, once, from the tags map with the configured keys.
 with aws_cost_lines as (
     select * from staging.aws_cost_lines
+),
+
+focus_cost_lines as (
+    select * from staging.focus_cost_lines
 ),
 
 attribution_settings as (
@@ -13,6 +18,8 @@ attribution_settings as (
 
 provider_lines as (
     select * from aws_cost_lines
+    union all
+    select * from focus_cost_lines
 ),
 
 final as (
