@@ -200,7 +200,7 @@ def write_mixed_csv(path: Path, rows: list[dict[str, str]] | None = None) -> Pat
             cells = []
             for name in header:
                 value = str(number + 1000) if name == "Id" else line[name]
-                if value == "NULL" or name in bare:
+                if value == "NULL" or (name in bare and "," not in value):
                     cells.append(value)
                 else:
                     cells.append('"' + value.replace('"', '""') + '"')
