@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from datetime import datetime
 from decimal import Decimal
 from pathlib import Path
 
@@ -127,6 +128,39 @@ def test_typed_parquet_is_read_and_provider_name_can_be_set(tmp_path: Path) -> N
         "min(source_file) from raw.focus_billing group by 1",
     )
     assert got == [("Azure", Decimal("12.345678901300000000"), 1, "INV-2026-10", "part-1.parquet")]
+
+
+def test_parquet_maps_doubles_and_naive_timestamps_are_read(tmp_path: Path) -> None:
+    start, end = datetime(2026, 10, 1), datetime(2026, 11, 1)  # no zone: UTC, as FOCUS says
+    table = pa.table(
+        {
+            "BilledCost": pa.array([0.1, 2.5e-7], pa.float64()),
+            "EffectiveCost": pa.array([0.1, 0.0], pa.float64()),
+            "ListCost": pa.array([0.2, 0.0], pa.float64()),
+            "BillingAccountId": ["a", "a"],
+            "BillingCurrency": ["USD", "USD"],
+            "BillingPeriodStart": pa.array([start, start], pa.timestamp("ms")),
+            "BillingPeriodEnd": pa.array([end, end], pa.timestamp("ms")),
+            "ChargePeriodStart": pa.array([start, start], pa.timestamp("ms")),
+            "ChargePeriodEnd": pa.array([end, end], pa.timestamp("ms")),
+            "ChargeCategory": ["Usage", "Usage"],
+            "ProviderName": ["AWS", "AWS"],
+            "ServiceName": ["x", "x"],
+            "Tags": pa.array([[("user_attempt_id", "a1")], []], pa.map_(pa.string(), pa.string())),
+        }
+    )
+    pq.write_table(table, tmp_path / "typed.parquet")
+    (delivery,) = ingest_focus_files(config(tmp_path, "typed.parquet"))
+    got = raw_rows(
+        [delivery],
+        'select "BilledCost", "Tags", "ChargePeriodStart" from raw.focus_billing order by 1',
+    )
+    # a DOUBLE is read through its shortest text, so 0.1 stays 0.1 (not 0.1000000000000000055)
+    assert [(value, tags) for value, tags, _ in got] == [
+        (Decimal("2.5E-7"), "{}"),
+        (Decimal("0.1"), '{"user_attempt_id":"a1"}'),
+    ]
+    assert str(got[0][2]) == "2026-10-01 00:00:00+00:00"
 
 
 # --- deliveries ----------------------------------------------------------------------------
