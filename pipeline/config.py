@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pipeline.config_focus import FocusSource, parse_focus
 from pipeline.config_gcp import GcpSettings, parse_gcp
 from pipeline.config_pools import Pool, parse_pools
 from pipeline.config_values import is_url, string_list
@@ -47,6 +48,7 @@ class Config:
     path: Path | None
     warehouse: Path
     aws_exports: tuple[str, ...] = ()
+    focus_sources: tuple[FocusSource, ...] = ()
     telemetry: Path | None = None
     telemetry_sources: tuple[TelemetrySource, ...] = ()
     telemetry_on_error: str = "fail"
@@ -79,6 +81,8 @@ class Config:
                 self.economics,
             )
         )
+        if self.focus_sources:  # appended only when set: fingerprints of other configs stay put
+            text += repr(self.focus_sources)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -117,7 +121,7 @@ def load_config(path: Path | str | None = None) -> Config:
 def parse_config(data: dict[str, Any], base: Path, path: Path | None = None) -> Config:
     """Validate a parsed TOML document; relative paths are taken from ``base``."""
     where = str(path) if path else "runcost.toml"
-    allowed_top = {*_SECTIONS, "pools"}
+    allowed_top = {*_SECTIONS, "pools", "focus"}
     for key in data:
         if key not in allowed_top:
             raise ConfigError(
@@ -207,6 +211,7 @@ def parse_config(data: dict[str, Any], base: Path, path: Path | None = None) -> 
         path=path,
         warehouse=_resolve_path(warehouse.get("path", "warehouse"), base, "warehouse.path", where),
         aws_exports=resolved_exports,
+        focus_sources=parse_focus(data.get("focus", {}), base, where),
         telemetry=(
             _resolve_path(telemetry_path, base, "telemetry.path", where)
             if telemetry_path is not None

@@ -19,6 +19,7 @@ from pipeline import __version__
 from pipeline.config import Config
 from pipeline.errors import CheckFailed
 from pipeline.ingest.aws_cur2 import Delivery, ingest_aws_exports
+from pipeline.ingest.focus_files import ingest_focus_files
 from pipeline.ingest.gcp_bigquery import ingest_gcp_tables
 from pipeline.ingest.gcp_files import ingest_gcp_files
 from pipeline.lock import WarehouseLock
@@ -154,12 +155,20 @@ class _Events:
 
 def _run(config: Config, events: _Events, run_dir: Path, manifest: dict) -> RunResult:
     run_id = manifest["run_id"]
-    sources = "AWS CUR 2.0 deliveries" + (", GCP export partitions" if config.gcp.tables else "")
-    events.start("ingest", sources, total=len(config.aws_exports) + len(config.gcp.tables))
-    deliveries = ingest_aws_exports(config)
-    deliveries += ingest_gcp_files(config)
-    gcp = ingest_gcp_tables(config)  # after AWS; nothing to do without gcp.tables
-    deliveries = [*deliveries, *gcp.deliveries]
+    sources = [
+        name
+        for name, used in (
+            ("AWS CUR 2.0 deliveries", config.aws_exports),
+            ("GCP export files", config.gcp.files),
+            ("GCP export partitions", config.gcp.tables),
+            ("FOCUS files", config.focus_sources),
+        )
+        if used
+    ]
+    events.start("ingest", ", ".join(sources) or "no billing source configured")
+    deliveries = [*ingest_aws_exports(config), *ingest_gcp_files(config)]
+    gcp = ingest_gcp_tables(config)  # nothing to do without gcp.tables
+    deliveries += [*gcp.deliveries, *ingest_focus_files(config)]
     new = sum(item.new for item in deliveries)
     events.done("ingest", f"{len(deliveries)} deliveries, {new} new")
     manifest["inputs"] = {"deliveries": [_delivery_record(item) for item in deliveries]}

@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 
 from pipeline.errors import InputError
 from pipeline.ingest.aws_cur2 import Delivery
-from schemas import aws_cur2, gcp_billing
+from schemas import aws_cur2, focus, gcp_billing
 
 TELEMETRY_TABLES = ("attempts", "attempt_resources", "attempt_events", "experiments")
 
@@ -27,6 +27,7 @@ def register_sources(
     deliveries = list(deliveries)
     _register_cur(con, [item for item in deliveries if item.provider == "aws"])
     _register_gcp(con, [item for item in deliveries if item.provider == "gcp"])
+    register_focus(con, [item for item in deliveries if item.provider == "focus"])
     for name in TELEMETRY_TABLES:
         table = telemetry[name]
         con.register("telemetry_input", table)
@@ -227,6 +228,45 @@ def _duck_type(kind: pa.DataType, leaf: str) -> str:
 
 def _ident(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
+
+
+def register_focus(con: duckdb.DuckDBPyConnection, deliveries: list[Delivery]) -> None:
+    """raw.focus_billing: the FOCUS deliveries' typed rows (every known column, NULL if absent)."""
+    files: list[tuple[str, int, str, str, str]] = []
+    present: set[str] = set()
+    for delivery in sorted(deliveries, key=lambda item: (item.export, item.billing_period)):
+        for path in sorted(delivery.files):
+            where = (delivery.delivery_id, delivery.export, delivery.billing_period)
+            files.append((str(path), len(files), *where))
+            present.update(pq.read_schema(path).names)
+    con.execute(
+        "create or replace table raw.focus_billing_files (filename varchar, file_index bigint, "
+        "delivery_id varchar, export_name varchar, billing_period varchar)"
+    )
+    if files:
+        con.executemany("insert into raw.focus_billing_files values (?, ?, ?, ?, ?)", files)
+    columns = [
+        f'cast(focus."{name}" as {focus.DUCKDB_TYPES[kind]}) as "{name}"'
+        if name in present
+        else f'cast(null as {focus.DUCKDB_TYPES[kind]}) as "{name}"'
+        for name, kind in focus.KINDS.items()
+    ]
+    if files:
+        file_list = "[" + ", ".join(_quote(item[0]) for item in files) + "]"
+        reader = f"read_parquet({file_list}, filename = true, union_by_name = true)"
+        where = ""
+    else:
+        reader = "(select null as filename, 0 as runcost_source_line, '' as runcost_source_file)"
+        where = "\nwhere false"
+    select_list = ",\n    ".join(columns)
+    con.execute(
+        "create or replace view raw.focus_billing as\n"
+        "select\n    files.file_index,\n    files.delivery_id,\n    files.export_name,\n"
+        "    cast(focus.runcost_source_file as varchar) as source_file,\n"
+        f"    cast(focus.runcost_source_line as bigint) as source_line,\n    {select_list}\n"
+        f"from {reader} as focus\n"
+        f"inner join raw.focus_billing_files as files on focus.filename = files.filename{where}"
+    )
 
 
 def _relative_name(path: Path, folder: Path) -> str:

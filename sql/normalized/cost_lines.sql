@@ -2,7 +2,7 @@
 -- grain: one row per billed line item (line_id), every provider
 -- Each provider's staging.<provider>_cost_lines view emits these columns in this order; line ids are
 -- disjoint by construction (each source owns a range: AWS CUR 2.0 ids are below 2^56, the Google
--- Cloud billing export's start at 2^56).
+-- Cloud billing export's start at 2^56, FOCUS files' at 2 * 2^56).
 -- The attribution tags are read here, once, from the tags map with the configured keys.
 with aws_cost_lines as (
     select * from staging.aws_cost_lines
@@ -10,6 +10,10 @@ with aws_cost_lines as (
 
 gcp_cost_lines as (
     select * from staging.gcp_cost_lines
+),
+
+focus_cost_lines as (
+    select * from staging.focus_cost_lines
 ),
 
 attribution_settings as (
@@ -20,6 +24,8 @@ provider_lines as (
     select * from aws_cost_lines
     union all
     select * from gcp_cost_lines
+    union all
+    select * from focus_cost_lines
 ),
 
 final as (

@@ -1,0 +1,197 @@
+"""FOCUS file sets: read each file, split it by billing period, store the periods in raw/focus/."""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import json
+import logging
+import secrets
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import duckdb
+
+from pipeline.config import Config
+from pipeline.config_focus import DATA_SUFFIXES, FocusSource
+from pipeline.errors import InputError
+from pipeline.ingest.focus_read import TYPED, read_focus_file
+from pipeline.ingest.raw_store import Delivery, RawStore, sha256_file
+
+log = logging.getLogger("runcost")
+
+PROVIDER = "focus"
+# Part of every delivery id: a change to how files are read stores the periods afresh.
+READER_VERSION = "1"
+_STAGING = ".ingest-staging"
+
+
+@dataclass
+class _Period:
+    """The parts of one billing period of one source, staged as Parquet."""
+
+    parts: list[tuple[Path, str, str]] = field(default_factory=list)  # (part, relative, sha256)
+    versions: set[str] = field(default_factory=set)
+    rows: int = 0
+
+
+def ingest_focus_files(config: Config) -> list[Delivery]:
+    """Ingest every configured FOCUS file set into raw/focus/<name>/; return current deliveries."""
+    if not config.focus_sources:
+        return []
+    store = RawStore(config.warehouse / "raw", PROVIDER)
+    staging = config.warehouse / _STAGING / f"focus-{secrets.token_hex(4)}"
+    con = duckdb.connect()
+    con.execute("set TimeZone = 'UTC'")
+    try:
+        return _ingest(config, store, con, staging)
+    finally:
+        con.close()
+        shutil.rmtree(staging, ignore_errors=True)
+        if staging.parent.is_dir() and not any(staging.parent.iterdir()):
+            staging.parent.rmdir()
+
+
+def _ingest(
+    config: Config, store: RawStore, con: duckdb.DuckDBPyConnection, staging: Path
+) -> list[Delivery]:
+    # Read and check every file first: an error leaves raw/ exactly as it was.
+    staged: dict[tuple[str, str], _Period] = {}
+    for source in config.focus_sources:
+        for number, (path, relative) in enumerate(list_files(source)):
+            digest = sha256_file(path)
+            read = read_focus_file(con, path, relative, source.provider_name)
+            periods = [
+                row[0]
+                for row in con.execute(
+                    f"select distinct strftime(BillingPeriodStart, '%Y-%m') from {TYPED} order by 1"
+                ).fetchall()
+            ]
+            for period in periods:
+                item = staged.setdefault((source.name, period), _Period())
+                part = staging / source.name / period / f"part-{number:05d}.parquet"
+                part.parent.mkdir(parents=True, exist_ok=True)
+                con.execute(
+                    f"copy (select * from {TYPED} "
+                    f"where strftime(BillingPeriodStart, '%Y-%m') = '{period}' "
+                    f"order by runcost_source_line) to '{_escape(str(part))}' "
+                    "(format parquet, compression zstd)"
+                )
+                item.parts.append((part, relative, digest))
+                item.versions.add(read.version)
+            log.info(
+                "%s: FOCUS %s, %d rows, billing periods %s",
+                path,
+                read.version,
+                read.rows,
+                ", ".join(periods) or "none",
+            )
+
+    shown: dict[tuple[str, str], str] = {}
+    new: set[tuple[str, str]] = set()
+    by_name = {source.name: source for source in config.focus_sources}
+    for (name, period), item in sorted(staged.items()):
+        source = by_name[name]
+        delivery_id = _delivery_id(period, source, item)
+        shown[(name, period)] = delivery_id
+        if store.has_delivery(name, period, delivery_id):
+            store.verify(name, period, delivery_id)
+            continue
+        folder = staging / ".deliveries" / name / period
+        folder.mkdir(parents=True)
+        files = []
+        for part, relative, _digest in item.parts:
+            part.rename(folder / part.name)
+            files.append({"name": part.name, "source": relative, "etag": None})
+        record = {
+            "source_location": source.pattern,
+            "focus_versions": sorted(item.versions),
+            "provider_name_override": source.provider_name,
+            "sources": [
+                {"file": relative, "sha256": digest} for _part, relative, digest in item.parts
+            ],
+            "reader_version": READER_VERSION,
+            "delivered_at": None,
+        }
+        store.commit(name, period, delivery_id, folder, files, [], record)
+        new.add((name, period))
+    for (name, period), delivery_id in shown.items():
+        store.set_current(name, period, delivery_id)
+
+    # Periods no longer in the files stay as stored (an export may rotate old months out).
+    kept = [key for key in store.periods() if key[0] in by_name and key not in shown]
+    current = dict(shown)
+    for export, period in kept:
+        delivery_id = store.current_delivery_id(export, period)
+        if delivery_id is not None:
+            store.verify(export, period, delivery_id, full=False)
+            current[(export, period)] = delivery_id
+    store.prune(config.raw_retention_days)
+    return [
+        store.load(export, period, current[(export, period)], new=(export, period) in new)
+        for export, period in sorted(current)
+    ]
+
+
+def list_files(source: FocusSource) -> list[tuple[Path, str]]:
+    """The data files of a source, sorted, each with its name relative to the source's folder."""
+    pattern = source.pattern
+    base = Path(pattern)
+    if base.is_dir():
+        found = [
+            path
+            for path in base.rglob("*")
+            if path.is_file()
+            and path.name.lower().endswith(DATA_SUFFIXES)
+            and not any(part.startswith(".") for part in path.relative_to(base).parts)
+        ]
+    elif base.is_file():
+        found, base = [base], base.parent
+    else:
+        matched = [Path(item) for item in glob.glob(pattern, recursive=True)]
+        found = [path for path in matched if path.is_file()]
+        skipped = [path for path in found if not path.name.lower().endswith(DATA_SUFFIXES)]
+        if skipped:
+            log.info(
+                "%s: %d files are not CSV or Parquet and are skipped, e.g. %s",
+                pattern,
+                len(skipped),
+                skipped[0],
+            )
+        found = [path for path in found if path not in skipped]
+        base = _glob_base(pattern)
+    if not found:
+        raise InputError(
+            f"{pattern}: focus.files entry {source.name!r} matches no CSV (.csv, .csv.gz) or "
+            "Parquet file; check the path or glob in runcost.toml"
+        )
+    return [(path, _relative(path, base)) for path in sorted(found)]
+
+
+def _glob_base(pattern: str) -> Path:
+    parts = Path(pattern).parts
+    fixed = []
+    for part in parts:
+        if any(char in part for char in "*?["):
+            break
+        fixed.append(part)
+    return Path(*fixed) if fixed else Path(".")
+
+
+def _relative(path: Path, base: Path) -> str:
+    try:
+        return path.relative_to(base).as_posix()
+    except ValueError:
+        return path.name
+
+
+def _delivery_id(period: str, source: FocusSource, item: _Period) -> str:
+    body = json.dumps(
+        [READER_VERSION, source.provider_name, period, sorted((r, d) for _p, r, d in item.parts)]
+    )
+    return hashlib.sha256(body.encode()).hexdigest()[:16]
+
+
+def _escape(text: str) -> str:
+    return text.replace("'", "''")

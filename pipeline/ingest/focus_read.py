@@ -1,0 +1,266 @@
+"""Read one FOCUS file (CSV or Parquet) into DuckDB as typed columns, or say what is wrong."""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+import pyarrow.csv as pacsv
+
+from pipeline.errors import InputError
+from schemas import focus
+
+log = logging.getLogger("runcost")
+
+NULL_TEXT = ["", "NULL", "null", "Null"]
+SOURCE_FILE, SOURCE_LINE = "runcost_source_file", "runcost_source_line"
+TYPED = "focus_typed"
+_TEXT = "focus_text"
+_LINE = "runcost_line"
+# ISO 8601 date or date-time, 'T' or space, optional fraction and zone (FOCUS writes ...Z; real
+# files drop the T and the Z). A US date such as 5/1/25 is refused, never read as year 5.
+_ISO = r"\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?)? ?([Zz]|[+-]\d{2}(:?\d{2})?)?"
+_HOW = {
+    "decimal": "plain decimal text such as 12.5, -0.0000004 or 8e-7 (no currency symbol, no "
+    "thousands separator)",
+    "datetime": "an ISO 8601 UTC date-time such as 2024-09-01T00:00:00Z",
+    "json": 'a JSON object such as {"team": "ml"}',
+}
+
+
+@dataclass(frozen=True)
+class ReadFile:
+    """A FOCUS file loaded into the temp table focus_typed: its version and row count."""
+
+    version: str
+    rows: int
+    extras: tuple[str, ...]
+
+
+def read_focus_file(
+    con: duckdb.DuckDBPyConnection, path: Path, relative: str, provider_name: str | None
+) -> ReadFile:
+    """Load ``path`` into focus_typed (canonical FOCUS 1.2 names, typed, plus extra columns)."""
+    names = _load_text(con, path)
+    mapping, extras = _map_columns(names, path)
+    version = detect_version(names, path)
+    missing = [
+        name
+        for name in focus.REQUIRED
+        if name not in mapping and not (name == "ProviderName" and provider_name)
+    ]
+    if missing:
+        raise InputError(
+            f"{path}: FOCUS {version} file (detected from its columns) lacks the required "
+            f"column{'s' if len(missing) > 1 else ''} {', '.join(missing)}; runcost needs "
+            f"{', '.join(focus.REQUIRED)}. Export the file again with every FOCUS column"
+            + (", or set provider_name for this source" if missing == ["ProviderName"] else "")
+        )
+    _check_values(con, path, mapping, provider_name)
+    select = [f"{_LINE} as {SOURCE_LINE}", f"{_literal(relative)} as {SOURCE_FILE}"]
+    for name, kind in focus.KINDS.items():
+        if name == "ProviderName" and provider_name:
+            select.append(f"{_literal(provider_name)} as ProviderName")
+        elif name in mapping:
+            select.append(f"{_parse(_ident(mapping[name]), kind)} as {name}")
+    select += [f"{_ident(name)}" for name in extras]
+    con.execute(f"create or replace temp table {TYPED} as select {', '.join(select)} from {_TEXT}")
+    rows = con.execute(f"select count(*) from {TYPED}").fetchone()[0]
+    _note_precision(con, path, [name for name in mapping if focus.KINDS[name] == "decimal"])
+    return ReadFile(version, rows, tuple(extras))
+
+
+def detect_version(names: list[str], path: Path) -> str:
+    """The FOCUS version a column set belongs to (newest marker wins), or InputError."""
+    found = {_canonical(name) for name in names} | set(names)
+    folded = {name.lower() for name in found}
+    core = {name for name in focus.CORE if name.lower() in folded}
+    if len(core) + len({"effectivecost", "listcost"} & folded) < focus.RECOGNISED_AT:
+        shown = ", ".join(names[:8]) + (", ..." if len(names) > 8 else "")
+        raise InputError(
+            f"{path}: no FOCUS version recognised: the columns ({shown}) are not a FOCUS "
+            "1.0-1.2 Cost and Usage column set (expected BilledCost, EffectiveCost, ListCost, "
+            "BillingPeriodStart, ChargePeriodStart, BillingCurrency, ProviderName, ...). "
+            "Export the data as FOCUS; an AWS CUR export goes under aws.exports"
+        )
+    for version, markers in focus.VERSION_MARKERS:
+        if {marker.lower() for marker in markers} & {name.lower() for name in names}:
+            return version
+    return "1.0"
+
+
+def _load_text(con: duckdb.DuckDBPyConnection, path: Path) -> list[str]:
+    """The file as table focus_text: every column VARCHAR, plus its 0-based row (runcost_line)."""
+    name = path.name.lower()
+    if name.endswith(".parquet"):
+        try:
+            described = con.execute(
+                f"describe select * from read_parquet({_literal(str(path))})"
+            ).fetchall()
+        except duckdb.Error as error:
+            raise InputError(
+                f"{path}: not a readable Parquet file ({error}); copy it again"
+            ) from error
+        names = [row[0] for row in described]
+        columns = [
+            f"to_json({_ident(column)})::varchar as {_ident(column)}"
+            if kind.startswith(("MAP", "STRUCT")) or kind.endswith("]")
+            else f"cast({_ident(column)} as varchar) as {_ident(column)}"
+            for column, kind, *_ in described
+        ]
+        _check_names(names, path)
+        con.execute(
+            f"create or replace temp table {_TEXT} as select {', '.join(columns)}, "
+            f"file_row_number as {_LINE} "
+            f"from read_parquet({_literal(str(path))}, file_row_number = true)"
+        )
+        return names
+    names = _csv_header(path)
+    _check_names(names, path)
+    try:
+        table = pacsv.read_csv(
+            path,
+            parse_options=pacsv.ParseOptions(newlines_in_values=True),
+            convert_options=pacsv.ConvertOptions(
+                column_types={column: pa.string() for column in names},
+                null_values=NULL_TEXT,
+                strings_can_be_null=True,
+            ),
+        )
+    except (pa.ArrowInvalid, OSError) as error:
+        raise InputError(
+            f"{path}: not a readable CSV file ({error}); FOCUS CSV has one header row and "
+            "the same number of fields on every row"
+        ) from error
+    table = table.append_column(_LINE, pa.array(range(table.num_rows), pa.int64()))
+    con.register("focus_arrow", table)
+    con.execute(f"create or replace temp table {_TEXT} as select * from focus_arrow")
+    con.unregister("focus_arrow")
+    return names
+
+
+def _csv_header(path: Path) -> list[str]:
+    try:
+        opener = gzip.open if path.name.lower().endswith(".gz") else open
+        with opener(path, "rb") as raw, io.TextIOWrapper(raw, "utf-8-sig", newline="") as text:
+            return next(csv.reader(text), [])
+    except (OSError, UnicodeDecodeError, csv.Error) as error:
+        raise InputError(
+            f"{path}: cannot read the CSV header ({error}); FOCUS CSV is UTF-8 text"
+        ) from error
+
+
+def _check_names(names: list[str], path: Path) -> None:
+    seen: dict[str, str] = {}
+    for name in names:
+        if not name.strip():
+            raise InputError(f"{path}: a column has no name; every FOCUS column needs a header")
+        if name.lower() in seen:
+            raise InputError(
+                f"{path}: columns {seen[name.lower()]!r} and {name!r} differ only in case; "
+                "keep one of them"
+            )
+        seen[name.lower()] = name
+
+
+def _canonical(name: str) -> str:
+    by_lower = {known.lower(): known for known in focus.KINDS}
+    renamed = {old.lower(): new for old, new in focus.RENAMES.items()}
+    return by_lower.get(name.lower()) or renamed.get(name.lower()) or name
+
+
+def _map_columns(names: list[str], path: Path) -> tuple[dict[str, str], list[str]]:
+    """FOCUS 1.2 name -> column in the file (case-insensitive, renames applied), and the rest."""
+    mapping: dict[str, str] = {}
+    for name in sorted(names, key=lambda item: item.lower() in {k.lower() for k in focus.RENAMES}):
+        canonical = _canonical(name)
+        if canonical in focus.KINDS and canonical not in mapping:
+            mapping[canonical] = name
+    used = set(mapping.values())
+    extras = [name for name in names if name not in used and name not in (SOURCE_FILE, SOURCE_LINE)]
+    if extras:
+        log.info("%s: extra columns kept in raw/ but not read: %s", path, ", ".join(extras))
+    return mapping, extras
+
+
+def _check_values(
+    con: duckdb.DuckDBPyConnection, path: Path, mapping: dict[str, str], provider: str | None
+) -> None:
+    """The first unparseable value, or missing required value, in file order: InputError."""
+    probes: list[tuple[str, str, str]] = []  # (column, problem, SQL condition)
+    for name, column in mapping.items():
+        kind = focus.KINDS[name]
+        text = _ident(column)
+        if kind != "string":
+            bad = f"{text} is not null and {_parse(text, kind)} is null"
+            probes.append((name, "unparseable", bad))
+        if name in focus.NOT_NULL and not (name == "ProviderName" and provider):
+            probes.append((name, "null", f"{text} is null"))
+    if not probes:
+        return
+    firsts = ", ".join(f"min(case when {condition} then {_LINE} end)" for *_, condition in probes)
+    found = con.execute(f"select {firsts} from {_TEXT}").fetchone()
+    failures = [(line, index) for index, line in enumerate(found) if line is not None]
+    if not failures:
+        return
+    line, index = min(failures)
+    name, problem, _condition = probes[index]
+    where = f"{path}: row {line + 1} (after the header), column {mapping[name]}"
+    if problem == "null":
+        raise InputError(
+            f"{where}: is empty, but FOCUS requires a value in every row (runcost needs it to "
+            "cost and reconcile the line); fill it in the export, or drop the row"
+        )
+    value = con.execute(
+        f"select {_ident(mapping[name])} from {_TEXT} where {_LINE} = ?", [line]
+    ).fetchone()[0]
+    raise InputError(
+        f"{where}: {value!r} is not {_HOW[focus.KINDS[name]]}; fix the value in the export"
+    )
+
+
+def _note_precision(con: duckdb.DuckDBPyConnection, path: Path, money: list[str]) -> None:
+    if not money:
+        return
+    finer = " + ".join(
+        f"count(*) filter (where {name} <> cast({name} as decimal(38, 10)))" for name in money
+    )
+    count = con.execute(f"select {finer} from {TYPED}").fetchone()[0]
+    if count:
+        log.info(
+            "%s: %d decimal values carry more than 10 decimal places; raw/ keeps them whole, "
+            "cost lines round them to DECIMAL(38, 10)",
+            path,
+            count,
+        )
+
+
+def _parse(text: str, kind: str) -> str:
+    """SQL that turns the VARCHAR expression ``text`` into the kind's type, NULL when it can't."""
+    wanted = focus.DUCKDB_TYPES[kind]
+    if kind == "decimal":
+        return f"try_cast(trim({text}) as {wanted})"
+    if kind == "datetime":
+        return (
+            f"case when regexp_full_match(trim({text}), '{_ISO}') "
+            f"then try_cast(trim({text}) as {wanted}) end"
+        )
+    if kind == "json":
+        return (
+            f"case when json_valid({text}) and json_type(json({text})) = 'OBJECT' then {text} end"
+        )
+    return text
+
+
+def _ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"

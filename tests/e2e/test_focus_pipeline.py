@@ -1,0 +1,153 @@
+"""FOCUS files through the nightly run: exact totals, reconciliation, attribution, round trip."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from decimal import Decimal
+from pathlib import Path
+
+import duckdb
+import pyarrow.parquet as pq
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from focus_world import csv_totals, row, write_focus_world, write_mixed_csv
+
+from pipeline import scenario
+from pipeline.config import load_config
+from pipeline.errors import InputError
+from pipeline.run import run_pipeline
+
+TOTALS = (
+    "select provider, billing_account_id, billing_period, billing_currency, "
+    "sum(billed_cost), sum(effective_cost), sum(list_cost), count(*) "
+    "from normalized.cost_lines group by all order by all"
+)
+
+
+@pytest.fixture(scope="module")
+def world(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[Path, duckdb.DuckDBPyConnection]]:
+    folder = tmp_path_factory.mktemp("focus-world")
+    result = run_pipeline(load_config(write_focus_world(folder)))
+    con = duckdb.connect(str(result.database), read_only=True)
+    yield folder, con
+    con.close()
+
+
+def parquet_totals(path: Path) -> dict[tuple[str, str, str, str], list[Decimal]]:
+    totals: dict[tuple[str, str, str, str], list[Decimal]] = {}
+    for line in pq.read_table(path).to_pylist():
+        key = (
+            line["ProviderName"].lower(),
+            line["BillingAccountId"],
+            line["BillingPeriodStart"].strftime("%Y-%m"),
+            line["BillingCurrency"],
+        )
+        sums = totals.setdefault(key, [Decimal(0)] * 4)
+        for index, name in enumerate(("BilledCost", "EffectiveCost", "ListCost")):
+            sums[index] += line[name]
+        sums[3] += 1
+    return totals
+
+
+def test_totals_per_provider_and_period_equal_the_files_own_sums(world) -> None:
+    folder, con = world
+    expected = csv_totals(folder / "focus" / "mixed" / "focus_2026.csv")
+    expected |= parquet_totals(folder / "focus" / "azure-1.2" / "part-00001.parquet")
+    got = {row[:4]: [*row[4:7], Decimal(row[7])] for row in con.execute(TOTALS).fetchall()}
+    assert got == expected
+    assert {key[0] for key in got} == {"aws", "microsoft", "oracle"}
+    assert got[("microsoft", "ms-ba-1", "2026-10", "EUR")] == [Decimal("4.2")] * 3 + [1]
+
+
+def test_the_bill_reconciles_exactly(world) -> None:
+    _folder, con = world
+    rows = con.execute(
+        "select provider, billing_period, billing_currency, cost_basis, bill_total, difference "
+        "from marts.reconciliation"
+    ).fetchall()
+    assert len(rows) == 6 * 4 * 2  # (provider, account, period, currency) x bases x models
+    assert {row[5] for row in rows} == {Decimal(0)}
+    net = con.execute(
+        "select sum(net_cost) = sum(effective_cost) from normalized.cost_lines"
+    ).fetchone()
+    assert net == (True,)  # FOCUS has no net column: net is EffectiveCost
+
+
+def test_tagged_focus_rows_land_on_their_attempts(world) -> None:
+    _folder, con = world
+    costs = dict(
+        con.execute(
+            "select attempt_id, billed_cost from marts.attempt_costs "
+            "where allocation_model = 'marginal'"
+        ).fetchall()
+    )
+    # att-1: the AWS GPU hour and its volume; att-2: the Azure VM (CSV) and the ML row (Parquet)
+    assert costs["att-1"] == Decimal("32.7726") + Decimal("0.1344")
+    assert costs["att-2"] == Decimal("3.06") + Decimal("12.3456789012")
+    # att-3 held the untagged Oracle instance during its charge hour
+    assert costs["att-3"] == Decimal("2.95")
+    methods = con.execute(
+        "select cost_lines.provider, attributions.attribution_method, attributions.attempt_id, "
+        "attributions.confidence "
+        "from attribution.line_attributions as attributions "
+        "join normalized.cost_lines as cost_lines using (line_id) "
+        "where attributions.attempt_id is not null order by all"
+    ).fetchall()
+    assert methods == [
+        ("aws", "tag", "att-1", "billed"),
+        ("aws", "tag", "att-1", "billed"),
+        ("microsoft", "tag", "att-2", "billed"),
+        ("microsoft", "tag", "att-2", "billed"),
+        ("oracle", "resource_time", "att-3", "estimated"),
+    ]
+
+
+def test_a_bad_focus_file_publishes_nothing(tmp_path: Path) -> None:
+    config = write_focus_world(tmp_path)
+    broken = [row("AWS", 10), row("AWS", 10, ChargePeriodEnd="yesterday")]
+    write_mixed_csv(tmp_path / "focus" / "mixed" / "focus_2026.csv", broken)
+    with pytest.raises(InputError, match=r"row 2 \(after the header\), column ChargePeriodEnd"):
+        run_pipeline(load_config(config))
+    assert not (tmp_path / "warehouse" / "snapshots").exists() or not any(
+        (tmp_path / "warehouse" / "snapshots").iterdir()
+    )
+    assert list((tmp_path / "warehouse").rglob("delivery.json")) == []
+
+
+def test_normalized_focus_round_trips_as_a_focus_source(tmp_path: Path) -> None:
+    aws = run_pipeline(load_config(scenario.write_scenario(tmp_path / "aws")))
+    exported = tmp_path / "export" / "normalized_focus.csv"
+    exported.parent.mkdir()
+    con = duckdb.connect(str(aws.database), read_only=True)
+    con.execute(f"copy (select * from normalized.focus) to '{exported}' (header)")
+    before = con.execute(TOTALS).fetchall()
+    tagged_before = con.execute(
+        "select attempt_tag, sum(billed_cost) from normalized.cost_lines group by 1 order by 1"
+    ).fetchall()
+    con.close()
+
+    config = tmp_path / "focus.toml"
+    config.write_text(
+        '[warehouse]\npath = "focus-warehouse"\n\n'
+        '[focus]\nfiles = ["export/normalized_focus.csv"]\n\n'
+        '[telemetry]\npath = "aws/telemetry"\n',
+        encoding="utf-8",
+    )
+    again = run_pipeline(load_config(config))
+    con = duckdb.connect(str(again.database), read_only=True)
+    after = con.execute(TOTALS).fetchall()
+    tagged_after = con.execute(
+        "select attempt_tag, sum(billed_cost) from normalized.cost_lines group by 1 order by 1"
+    ).fetchall()
+    differences = con.execute(
+        "select count(*) from marts.reconciliation where difference <> 0"
+    ).fetchone()
+    con.close()
+    assert before and after == before
+    assert tagged_after == tagged_before
+    assert differences == (0,)

@@ -1,0 +1,315 @@
+"""FOCUS file ingest: versions, the quirks of real files, deliveries in raw/focus, bad input."""
+
+from __future__ import annotations
+
+import sys
+from datetime import datetime
+from decimal import Decimal
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from focus_world import row, write_azure_parquet, write_mixed_csv
+
+from pipeline.config import Config, parse_config
+from pipeline.errors import ConfigError, InputError
+from pipeline.ingest.focus_files import ingest_focus_files
+from pipeline.sources import register_focus
+
+
+def config(tmp_path: Path, *files: object) -> Config:
+    return parse_config({"focus": {"files": list(files)}}, base=tmp_path)
+
+
+def raw_rows(con_deliveries, sql: str) -> list[tuple]:
+    con = duckdb.connect()
+    con.execute("set TimeZone = 'UTC'")
+    con.execute("create schema raw")
+    register_focus(con, con_deliveries)
+    return con.execute(sql).fetchall()
+
+
+def write_text(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def assert_nothing_stored(tmp_path: Path) -> None:
+    stored = list((tmp_path / "warehouse" / "raw" / "focus").rglob("delivery.json"))
+    assert stored == []
+
+
+# --- versions and quirks -------------------------------------------------------------------
+
+
+def test_the_sample_layout_reads_as_focus_1_0_split_by_billing_period(tmp_path: Path) -> None:
+    write_mixed_csv(tmp_path / "focus" / "sample.csv")
+    deliveries = ingest_focus_files(config(tmp_path, "focus/sample.csv"))
+    assert [(item.provider, item.export, item.billing_period) for item in deliveries] == [
+        ("focus", "sample", "2026-09"),
+        ("focus", "sample", "2026-10"),
+    ]
+    assert all(item.new for item in deliveries)
+    rows = raw_rows(
+        deliveries,
+        'select "ProviderName", count(*), sum("BilledCost"), min(source_line), '
+        "min(source_file) from raw.focus_billing group by 1 order by 1",
+    )
+    assert rows == [
+        ("AWS", 8, Decimal("44.663000800000000000"), 0, "sample.csv"),
+        ("Microsoft", 3, Decimal("7.260007640700000000"), 8, "sample.csv"),
+        ("Oracle", 3, Decimal("3.180000000000000000"), 11, "sample.csv"),
+    ]
+    # NULL text is NULL, the space-separated time is UTC, 8E-7 is exact, Tags is kept as JSON
+    first = raw_rows(
+        deliveries,
+        'select "ChargeClass", "ChargePeriodStart", "Tags"->>\'user_attempt_id\', "ResourceId" '
+        "from raw.focus_billing where source_line = 0",
+    )
+    assert str(first[0][1]) == "2026-10-02 10:00:00+00:00"
+    assert (first[0][0], first[0][2], first[0][3]) == (None, "att-1", "i-0gpu0001")
+    sqs = raw_rows(deliveries, 'select "BilledCost" from raw.focus_billing where source_line = 3')
+    assert sqs == [(Decimal("0.000000800000000000"),)]
+    meta = pq.read_schema(deliveries[1].files[0])
+    assert "Id" in meta.names  # extra columns stay in raw/, untouched
+    assert meta.field("BilledCost").type == pa.decimal128(38, 18)
+
+
+@pytest.mark.parametrize(
+    ("extra", "version"),
+    [({}, "1.0"), ({"SkuMeter": "GPU"}, "1.1"), ({"SkuMeter": "x", "InvoiceId": "I-1"}, "1.2")],
+)
+def test_the_version_is_detected_from_the_columns(tmp_path: Path, extra, version, caplog) -> None:
+    line = row("AWS", 10, BilledCost="1.5", EffectiveCost="1.5", ListCost="1.5") | extra
+    write_mixed_csv(tmp_path / "f.csv", [line])
+    caplog.set_level("INFO", logger="runcost")
+    (delivery,) = ingest_focus_files(config(tmp_path, "f.csv"))
+    assert f"FOCUS {version}, 1 rows" in caplog.text
+    invoice = raw_rows([delivery], 'select "InvoiceId" from raw.focus_billing')
+    assert invoice == [("I-1" if version == "1.2" else None,)]
+
+
+def test_older_names_and_other_spellings_are_read(tmp_path: Path) -> None:
+    # 0.5/1.0-preview names, lower-case ids, a byte-order mark, T/Z and offset timestamps
+    text = (
+        "\ufeffbilledcost,AmortizedCost,ListCost,BillingAccountId,BillingCurrency,"
+        "BillingPeriodStart,BillingPeriodEnd,ChargePeriodStart,ChargePeriodEnd,ChargeType,"
+        "ProviderName,ServiceName,UsageQuantity,Region,Tags\n"
+        "2.50,2.25,3,acc,USD,2026-10-01T00:00:00Z,2026-11-01T00:00:00.0000000Z,"
+        "2026-10-05T03:00:00+02:00,2026-10-05T02:00:00Z,usage,Acme,Svc,1.5,eu-west-1,"
+        '"{""k"": true}"\n'
+    )
+    write_text(tmp_path / "old.csv", text)
+    (delivery,) = ingest_focus_files(config(tmp_path, "old.csv"))
+    got = raw_rows(
+        [delivery],
+        'select "EffectiveCost", "ChargeCategory", "ConsumedQuantity", "RegionId", '
+        '"ChargePeriodStart", "BillingPeriodEnd" from raw.focus_billing',
+    )
+    assert got[0][:4] == (Decimal("2.25"), "usage", Decimal("1.5"), "eu-west-1")
+    assert str(got[0][4]) == "2026-10-05 01:00:00+00:00"
+    assert str(got[0][5]) == "2026-11-01 00:00:00+00:00"
+
+
+def test_typed_parquet_is_read_and_provider_name_can_be_set(tmp_path: Path) -> None:
+    write_azure_parquet(tmp_path / "azure" / "part-1.parquet")
+    source = {"path": "azure/*.parquet", "name": "azure", "provider_name": "Azure"}
+    (delivery,) = ingest_focus_files(config(tmp_path, source))
+    assert (delivery.export, delivery.billing_period) == ("azure", "2026-10")
+    got = raw_rows(
+        [delivery],
+        'select "ProviderName", sum("BilledCost"), count("Tags"), min("InvoiceId"), '
+        "min(source_file) from raw.focus_billing group by 1",
+    )
+    assert got == [("Azure", Decimal("12.345678901300000000"), 1, "INV-2026-10", "part-1.parquet")]
+
+
+def test_parquet_maps_doubles_and_naive_timestamps_are_read(tmp_path: Path) -> None:
+    start, end = datetime(2026, 10, 1), datetime(2026, 11, 1)  # no zone: UTC, as FOCUS says
+    table = pa.table(
+        {
+            "BilledCost": pa.array([0.1, 2.5e-7], pa.float64()),
+            "EffectiveCost": pa.array([0.1, 0.0], pa.float64()),
+            "ListCost": pa.array([0.2, 0.0], pa.float64()),
+            "BillingAccountId": ["a", "a"],
+            "BillingCurrency": ["USD", "USD"],
+            "BillingPeriodStart": pa.array([start, start], pa.timestamp("ms")),
+            "BillingPeriodEnd": pa.array([end, end], pa.timestamp("ms")),
+            "ChargePeriodStart": pa.array([start, start], pa.timestamp("ms")),
+            "ChargePeriodEnd": pa.array([end, end], pa.timestamp("ms")),
+            "ChargeCategory": ["Usage", "Usage"],
+            "ProviderName": ["AWS", "AWS"],
+            "ServiceName": ["x", "x"],
+            "Tags": pa.array([[("user_attempt_id", "a1")], []], pa.map_(pa.string(), pa.string())),
+        }
+    )
+    pq.write_table(table, tmp_path / "typed.parquet")
+    (delivery,) = ingest_focus_files(config(tmp_path, "typed.parquet"))
+    got = raw_rows(
+        [delivery],
+        'select "BilledCost", "Tags", "ChargePeriodStart" from raw.focus_billing order by 1',
+    )
+    # a DOUBLE is read through its shortest text, so 0.1 stays 0.1 (not 0.1000000000000000055)
+    assert [(value, tags) for value, tags, _ in got] == [
+        (Decimal("2.5E-7"), "{}"),
+        (Decimal("0.1"), '{"user_attempt_id":"a1"}'),
+    ]
+    assert str(got[0][2]) == "2026-10-01 00:00:00+00:00"
+
+
+# --- deliveries ----------------------------------------------------------------------------
+
+
+def test_unchanged_files_reuse_their_delivery_and_a_change_replaces_only_its_period(
+    tmp_path: Path,
+) -> None:
+    path = write_mixed_csv(tmp_path / "focus" / "a.csv")
+    settings = config(tmp_path, "focus")
+    first = ingest_focus_files(settings)
+    again = ingest_focus_files(settings)
+    assert [item.delivery_id for item in again] == [item.delivery_id for item in first]
+    assert not any(item.new for item in again)
+    # a file for another month arrives: the existing periods keep their deliveries
+    write_mixed_csv(
+        tmp_path / "focus" / "b.csv", [row("AWS", 11, BilledCost="1", EffectiveCost="1")]
+    )
+    third = ingest_focus_files(settings)
+    assert [(item.billing_period, item.new) for item in third] == [
+        ("2026-09", False),
+        ("2026-10", False),
+        ("2026-11", True),
+    ]
+    # a.csv changes: both of its periods are stored afresh
+    path.write_text(path.read_text(encoding="utf-8").replace("32.7726", "32.7727"), "utf-8")
+    fourth = ingest_focus_files(settings)
+    assert [item.new for item in fourth] == [True, True, False]
+    assert fourth[1].delivery_id != first[1].delivery_id
+
+
+def test_no_focus_source_gives_an_empty_typed_relation(tmp_path: Path) -> None:
+    assert ingest_focus_files(config(tmp_path)) == []
+    con = duckdb.connect()
+    con.execute("create schema raw")
+    register_focus(con, [])
+    kinds = dict(con.execute("select column_name, column_type from (describe raw.focus_billing)")
+                 .fetchall())  # fmt: skip
+    assert kinds["BilledCost"] == "DECIMAL(38,18)"
+    assert kinds["ChargePeriodStart"] == "TIMESTAMP WITH TIME ZONE"
+    assert con.execute("select count(*) from raw.focus_billing").fetchone() == (0,)
+
+
+# --- bad input -----------------------------------------------------------------------------
+
+
+def test_a_missing_required_column_is_named_with_the_version(tmp_path: Path) -> None:
+    line = row("AWS", 10, InvoiceId="I-1")
+    del line["BillingCurrency"]
+    write_mixed_csv(tmp_path / "f.csv", [line])
+    with pytest.raises(InputError) as error:
+        ingest_focus_files(config(tmp_path, "f.csv"))
+    message = str(error.value)
+    assert "f.csv: FOCUS 1.2 file (detected from its columns)" in message
+    assert "lacks the required column BillingCurrency" in message
+    assert "Export the file again with every FOCUS column" in message
+    assert_nothing_stored(tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("column", "value", "expected"),
+    [
+        ("BilledCost", "$10.00", "'$10.00' is not plain decimal text"),
+        ("ListCost", "1,000.00", "'1,000.00' is not plain decimal text"),
+        ("ChargePeriodStart", "5/1/25", "'5/1/25' is not an ISO 8601 UTC date-time"),
+        ("BillingPeriodStart", "2026-13-01 00:00:00", "'2026-13-01 00:00:00' is not an ISO"),
+        ("Tags", "team=ml", "'team=ml' is not a JSON object"),
+    ],
+)
+def test_an_unparseable_value_names_row_and_column(
+    tmp_path: Path, column: str, value: str, expected: str
+) -> None:
+    rows = [row("AWS", 10), row("AWS", 10), row("AWS", 10, **{column: value})]
+    write_mixed_csv(tmp_path / "focus" / "f.csv", rows)
+    with pytest.raises(InputError) as error:
+        ingest_focus_files(config(tmp_path, "focus"))
+    message = str(error.value)
+    assert f"f.csv: row 3 (after the header), column {column}: {expected}" in message
+    assert "fix the value in the export" in message
+    assert_nothing_stored(tmp_path)
+
+
+def test_a_file_that_is_not_focus_is_refused(tmp_path: Path) -> None:
+    write_text(
+        tmp_path / "cur.csv",
+        "line_item_unblended_cost,line_item_usage_start_date,bill_payer_account_id\n1,x,y\n",
+    )
+    with pytest.raises(InputError) as error:
+        ingest_focus_files(config(tmp_path, "cur.csv"))
+    message = str(error.value)
+    assert "cur.csv: no FOCUS version recognised" in message
+    assert "not a FOCUS 1.0-1.2 Cost and Usage column set" in message
+    assert "an AWS CUR export goes under aws.exports" in message
+
+
+def test_a_row_without_billing_currency_is_refused(tmp_path: Path) -> None:
+    rows = [row("AWS", 10), row("AWS", 10, BillingCurrency="NULL")]
+    write_mixed_csv(tmp_path / "f.csv", rows)
+    with pytest.raises(InputError) as error:
+        ingest_focus_files(config(tmp_path, "f.csv"))
+    assert "f.csv: row 2 (after the header), column BillingCurrency: is empty" in str(error.value)
+    assert_nothing_stored(tmp_path)
+
+
+def test_mixed_currencies_in_one_account_and_period_are_fine(tmp_path: Path) -> None:
+    rows = [row("AWS", 10, BilledCost="1"), row("AWS", 10, BillingCurrency="EUR", BilledCost="2")]
+    write_mixed_csv(tmp_path / "f.csv", rows)
+    (delivery,) = ingest_focus_files(config(tmp_path, "f.csv"))
+    got = raw_rows(
+        [delivery],
+        'select "BillingCurrency", sum("BilledCost") from raw.focus_billing group by 1 order by 1',
+    )
+    assert got == [("EUR", Decimal(2)), ("USD", Decimal(1))]
+
+
+def test_a_path_matching_no_file_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match=r"focus/\*\.csv: focus.files entry 'focus' matches no"):
+        ingest_focus_files(config(tmp_path, "focus/*.csv"))
+
+
+# --- configuration -------------------------------------------------------------------------
+
+
+def test_focus_files_names_each_source(tmp_path: Path) -> None:
+    settings = config(
+        tmp_path,
+        "exports/azure/*.csv",
+        "exports/oci/focus_2026.csv.gz",
+        "exports/aws-focus",
+        {"path": "more/*.parquet", "name": "gcp", "provider_name": "Google Cloud"},
+    )
+    assert [(item.name, item.provider_name) for item in settings.focus_sources] == [
+        ("azure", None),
+        ("focus_2026", None),
+        ("aws-focus", None),
+        ("gcp", "Google Cloud"),
+    ]
+    assert settings.focus_sources[0].pattern == str(tmp_path / "exports/azure/*.csv")
+
+
+@pytest.mark.parametrize(
+    ("files", "message"),
+    [
+        (["a/x.csv", "b/x.csv"], "source name 'x' is already used by a/x.csv"),
+        (["s3://bucket/focus/"], "is not a local path"),
+        ([{"path": "a", "kind": "csv"}], "must be a path or glob"),
+        ([{"path": "a", "name": "bad name"}], "name 'bad name' must be letters"),
+    ],
+)
+def test_bad_focus_configuration_is_explained(tmp_path: Path, files, message) -> None:
+    with pytest.raises(ConfigError, match=message):
+        config(tmp_path, *files)
