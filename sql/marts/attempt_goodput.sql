@@ -198,7 +198,8 @@ modeled as (
     select
         measured.*,
         measured.productive_gpu_hours / nullif(measured.billed_gpu_hours, 0) as goodput,
-        measured.modeled_checkpoint_interval_hours / (
+        -- a denominator that underflows to 0 (an MTBF beyond double precision) gives NULL, not inf
+        measured.modeled_checkpoint_interval_hours / nullif(
             measured.modeled_mtbf_hours
             * exp(measured.modeled_recovery_hours / measured.modeled_mtbf_hours)
             * (
@@ -207,7 +208,8 @@ modeled as (
                     / measured.modeled_mtbf_hours
                 )
                 - 1
-            )
+            ),
+            0
         ) as modeled_goodput,
         1
         - measured.modeled_checkpoint_write_hours / measured.modeled_checkpoint_interval_hours
@@ -256,7 +258,7 @@ final as (
         modeled.modeled_goodput,
         modeled.modeled_goodput_first_order,
         case
-            when modeled.modeled_goodput > 0
+            when modeled.modeled_goodput > 0 and modeled.billed_gpu_hours > 0
                 then
                     cast(
                         attempt_costs.effective_cost / (modeled.billed_gpu_hours * modeled.modeled_goodput)

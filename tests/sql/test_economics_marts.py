@@ -342,6 +342,31 @@ def test_capacity_type_break_even(tmp_path):
     assert rows["reserved"]["goodput_source"] == "modeled_young_daly"
 
 
+def test_zero_length_attempt_with_no_cost_has_no_cost_per_gpu_hour(tmp_path):
+    # 0 billed GPU-hours and $0: 0 / 0 would be NaN, which no DECIMAL can hold (found by hypothesis)
+    attempts = [
+        {
+            "attempt_id": "z",
+            "experiment_id": "g",
+            "gpu_count": 2,
+            "started_at": at(10),
+            "ended_at": at(10),
+        }
+    ]
+    con = build_economics(tmp_path, [tagged("z", 0.0)], attempts)
+    (row,) = records(
+        con,
+        "select billed_gpu_hours, cost, cost_per_billed_gpu_hour, modeled_cost_per_useful_gpu_hour "
+        "from marts.attempt_goodput where allocation_model = 'marginal'",
+    )
+    assert row == {
+        "billed_gpu_hours": 0.0,
+        "cost": D("0"),
+        "cost_per_billed_gpu_hour": None,
+        "modeled_cost_per_useful_gpu_hour": None,
+    }
+
+
 def test_tco_breakdown_categories_and_goodput_uplift(tmp_path):
     attempts = [
         {
