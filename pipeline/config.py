@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pipeline.config_pools import Pool, parse_pools
+from pipeline.config_pools import DEFAULT_EXCLUDE, Pool, parse_allocation, parse_pools
 from pipeline.errors import ConfigError
 
 DEFAULT_CONFIG_NAME = "runcost.toml"
@@ -53,6 +53,7 @@ class Config:
     experiment_tag_keys: tuple[str, ...] = ("user_experiment_id",)
     resource_time: bool = True
     pools: tuple[Pool, ...] = ()
+    allocation_exclude: str = DEFAULT_EXCLUDE
     memory_limit: str | None = None
     threads: int | None = None
     lock_timeout_seconds: float = 600.0
@@ -71,6 +72,7 @@ class Config:
                 self.experiment_tag_keys,
                 self.resource_time,
                 self.pools,
+                self.allocation_exclude,
                 self.economics,
             )
         )
@@ -111,7 +113,7 @@ def load_config(path: Path | str | None = None) -> Config:
 def parse_config(data: dict[str, Any], base: Path, path: Path | None = None) -> Config:
     """Validate a parsed TOML document; relative paths are taken from ``base``."""
     where = str(path) if path else "runcost.toml"
-    allowed_top = {*_SECTIONS, "pools"}
+    allowed_top = {*_SECTIONS, "pools", "allocation"}
     for key in data:
         if key not in allowed_top:
             raise ConfigError(
@@ -198,6 +200,7 @@ def parse_config(data: dict[str, Any], base: Path, path: Path | None = None) -> 
         raise ConfigError(f"{where}: attribution.resource_time must be true or false")
 
     pools = parse_pools(data.get("pools", []), where)
+    allocation_exclude = parse_allocation(data.get("allocation", {}), where)
 
     return Config(
         path=path,
@@ -215,6 +218,7 @@ def parse_config(data: dict[str, Any], base: Path, path: Path | None = None) -> 
         experiment_tag_keys=tuple(experiment_keys),
         resource_time=resource_time,
         pools=pools,
+        allocation_exclude=allocation_exclude,
         memory_limit=memory_limit,
         threads=threads,
         lock_timeout_seconds=float(lock_timeout),

@@ -20,7 +20,7 @@ from pipeline.config import Config
 from pipeline.errors import CheckFailed
 from pipeline.ingest.aws_cur2 import Delivery, ingest_aws_exports
 from pipeline.lock import WarehouseLock
-from pipeline.pools import pool_models
+from pipeline.pools import log_pool_warnings, pool_models
 from pipeline.publish import publish, snapshot_hash, table_contents
 from pipeline.runner import BuildReport, Model, build, discover
 from pipeline.settings import write_settings
@@ -184,6 +184,7 @@ def _run(config: Config, events: _Events, run_dir: Path, manifest: dict) -> RunR
         models = discover() + pool_models(config)
         _save_generated(run_dir, [model for model in models if model.path is None])
         report = _build(con, models, events)
+        log_pool_warnings(con)
         manifest["model_seconds"] = _rounded(report.seconds)
         manifest["checks"] = {
             name: "failed" if any(item[0] == name for item in report.check_failures) else "passed"
