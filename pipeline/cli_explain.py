@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 import duckdb
+from rich.console import Console
 from rich.table import Table
 
 from pipeline.cli_common import config_option, console, reports_errors
@@ -138,7 +139,8 @@ def explain(
     table.add_row(
         "total", "", "", "", "", *(_money(result.totals[basis]) for basis in BASES), style="bold"
     )
-    console.print(table)
+    # piped or captured output gets room for pool names and four money columns
+    (console if console.is_terminal else Console(width=160)).print(table)
     if result.group_sums() != result.totals:
         raise RuncostError(
             f"the slices of {attempt_id} do not add up to marts.attempt_costs "

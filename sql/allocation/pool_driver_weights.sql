@@ -105,8 +105,9 @@ held_requests as (
         candidates.window_start,
         candidates.window_end,
         candidates.attempt_id,
-        resource_requests.vcpu_count,
-        resource_requests.memory_gib,
+        -- exact decimals, so the sums (and the shares) do not depend on summation order
+        cast(resource_requests.vcpu_count as decimal(38, 6)) as vcpu_count,
+        cast(resource_requests.memory_gib as decimal(38, 6)) as memory_gib,
         greatest(
             epoch_us(
                 least(
@@ -205,18 +206,23 @@ weighted as (
         candidates.window_end,
         candidates.attempt_id,
         candidates.experiment_id,
-        case candidates.driver
-            when 'gpu_seconds'
-                then cast(candidates.overlap_us * coalesce(candidates.gpu_count, 0) as double) / 1000000
-            when 'cpu_memory_requested'
-                then
-                    coalesce(requested.vcpu_us / nullif(request_totals.vcpu_us, 0), 0)
-                    + coalesce(requested.memory_us / nullif(request_totals.memory_us, 0), 0)
-            when 'attempt_count'
-                then case when candidates.started_at >= candidates.window_start then 1.0 else 0.0 end
-            when 'cost_weighted' then cast(coalesce(attributed_costs.attributed_cost, 0) as double)
-            else 1.0
-        end as weight
+        -- weights are DECIMAL: summed exactly, the same shares on every run
+        cast(
+            case candidates.driver
+                when 'gpu_seconds'
+                    then
+                        cast(candidates.overlap_us * coalesce(candidates.gpu_count, 0) as decimal(38, 0))
+                        * cast(0.000001 as decimal(38, 6))
+                when 'cpu_memory_requested'
+                    then
+                        coalesce(requested.vcpu_us / nullif(request_totals.vcpu_us, 0), 0)
+                        + coalesce(requested.memory_us / nullif(request_totals.memory_us, 0), 0)
+                when 'attempt_count'
+                    then case when candidates.started_at >= candidates.window_start then 1 else 0 end
+                when 'cost_weighted' then coalesce(attributed_costs.attributed_cost, 0)
+                else 1
+            end as decimal(38, 12)
+        ) as weight
     from candidates
     left join requested
         on

@@ -68,12 +68,12 @@ def test_cpu_memory_requested_adds_the_vcpu_share_and_the_memory_share(build):
     # weights 16/15 and 14/15 of 2 -> 1.6 and 1.4 of $3
     assert amounts(con) == {"a1": D("1.6"), "a2": D("1.4")}
     weights = records(
-        con,
-        "select attempt_id, round(weight, 12) as weight from allocation.pool_driver_weights "
-        "order by attempt_id",
+        con, "select attempt_id, weight from allocation.pool_driver_weights order by attempt_id"
     )
-    assert weights == [{"attempt_id": "a1", "weight": 1.066666666667},
-                       {"attempt_id": "a2", "weight": 0.933333333333}]  # fmt: skip
+    assert weights == [
+        {"attempt_id": "a1", "weight": D("1.066666666667")},
+        {"attempt_id": "a2", "weight": D("0.933333333333")},
+    ]
     assert report.check_failures == []
 
 
