@@ -94,7 +94,7 @@ COST_BASES = ("billed_cost", "effective_cost", "list_cost", "net_cost")
 # in both models. Override with [allocation] exclude = "..." (a selector), or "" for none.
 DEFAULT_EXCLUDE = (
     "service_name = 'AmazonBedrock'"
-    " or (service_name = 'AmazonSageMaker' and usage_type like '%Hosting%')"
+    " or (service_name = 'AmazonSageMaker' and usage_type like '%Host%')"
     " or (service_name in ('Vertex AI', 'Vertex AI API')"
     " and lower(coalesce(charge_description, '')) like '%prediction%')"
 )

@@ -118,7 +118,7 @@ POOLS = [
 
 def is_inference(line: CurLine) -> bool:
     """The oracle's reading of the default [allocation] exclude on this AWS bill."""
-    hosting = line.product_code == "AmazonSageMaker" and "Hosting" in line.usage_type
+    hosting = line.product_code == "AmazonSageMaker" and "Host" in line.usage_type
     return line.product_code == "AmazonBedrock" or hosting
 
 

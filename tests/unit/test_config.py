@@ -212,7 +212,7 @@ def test_inference_is_excluded_by_default_and_the_default_can_be_changed(tmp_pat
     from pipeline.config_pools import DEFAULT_EXCLUDE
 
     assert parse_config({}, base=tmp_path).allocation_exclude == DEFAULT_EXCLUDE
-    assert "AmazonBedrock" in DEFAULT_EXCLUDE and "%Hosting%" in DEFAULT_EXCLUDE
+    assert "AmazonBedrock" in DEFAULT_EXCLUDE and "%Host%" in DEFAULT_EXCLUDE
     changed = parse_config({"allocation": {"exclude": "service_name = 'X'"}}, base=tmp_path)
     assert changed.allocation_exclude == "service_name = 'X'"
     assert parse_config({"allocation": {"exclude": ""}}, base=tmp_path).allocation_exclude == ""
