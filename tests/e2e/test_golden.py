@@ -196,3 +196,40 @@ def test_explain_prints_where_each_dollar_came_from(published) -> None:
     # one CLI call per process: open_snapshot locks the shared database instance's settings
     with pytest.raises(RuncostError, match=r"attempt 'att-nobody' is not in marts\.attempt_costs"):
         explain_attempt(con, "att-nobody")
+
+
+def test_a_run_names_the_pool_whose_driver_has_no_usage(tmp_path: Path, caplog) -> None:
+    import logging
+
+    from pipeline.run import run_pipeline
+
+    config = write_scenario(tmp_path)
+    # attempt_count over each EKS hour: hours with a running attempt but no launch have
+    # candidates and no usage, so those hours stay unallocated and the run says so
+    text = config.read_text(encoding="utf-8").replace(
+        'name = "eks-control-plane"\nselector = "service_name = \'AmazonEKS\'"\n'
+        'driver = "gpu_seconds"\nspread = "billing_period"',
+        'name = "eks-control-plane"\nselector = "service_name = \'AmazonEKS\'"\n'
+        'driver = "attempt_count"\nspread = "charge_period"',
+    )
+    assert 'driver = "attempt_count"\nspread = "charge_period"' in text
+    config.write_text(text, encoding="utf-8")
+    with caplog.at_level(logging.WARNING, logger="runcost"):
+        result = run_pipeline(load_config(config))
+    warnings = [r.getMessage() for r in caplog.records if "has no usage data" in r.getMessage()]
+    assert len(warnings) == 1
+    assert warnings[0].startswith("pool eks-control-plane: driver attempt_count has no usage data")
+    con = duckdb.connect(str(result.database), read_only=True)
+    try:
+        reasons = mart(
+            con,
+            "select unallocated_reason, count(*) as lines from marts.allocation_detail "
+            "where pool_name = 'eks-control-plane' and allocation_model = 'fully_loaded' "
+            "group by all order by all",
+        )
+    finally:
+        con.close()
+    # 744 EKS hours: 6 hours with a launch give 9 slices (9 launches); 17 hours with only
+    # running attempts have no usage for the driver; 721 have no candidate at all
+    counts = {row["unallocated_reason"]: row["lines"] for row in reasons}
+    assert counts == {None: 9, "pool_driver_no_usage": 17, "pool_no_eligible_attempts": 721}
