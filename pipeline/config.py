@@ -11,7 +11,7 @@ from typing import Any
 
 from pipeline.config_focus import FocusSource, parse_focus
 from pipeline.config_gcp import GcpSettings, parse_gcp
-from pipeline.config_pools import Pool, parse_pools
+from pipeline.config_pools import DEFAULT_EXCLUDE, Pool, parse_allocation, parse_pools
 from pipeline.config_values import is_url, string_list
 from pipeline.errors import ConfigError
 
@@ -57,6 +57,7 @@ class Config:
     experiment_tag_keys: tuple[str, ...] = ("user_experiment_id",)
     resource_time: bool = True
     pools: tuple[Pool, ...] = ()
+    allocation_exclude: str = DEFAULT_EXCLUDE
     memory_limit: str | None = None
     threads: int | None = None
     lock_timeout_seconds: float = 600.0
@@ -78,6 +79,7 @@ class Config:
                 self.experiment_tag_keys,
                 self.resource_time,
                 self.pools,
+                self.allocation_exclude,
                 self.economics,
             )
         )
@@ -121,7 +123,7 @@ def load_config(path: Path | str | None = None) -> Config:
 def parse_config(data: dict[str, Any], base: Path, path: Path | None = None) -> Config:
     """Validate a parsed TOML document; relative paths are taken from ``base``."""
     where = str(path) if path else "runcost.toml"
-    allowed_top = {*_SECTIONS, "pools", "focus"}
+    allowed_top = {*_SECTIONS, "pools", "focus", "allocation"}
     for key in data:
         if key not in allowed_top:
             raise ConfigError(
@@ -206,6 +208,7 @@ def parse_config(data: dict[str, Any], base: Path, path: Path | None = None) -> 
         raise ConfigError(f"{where}: attribution.resource_time must be true or false")
 
     pools = parse_pools(data.get("pools", []), where)
+    allocation_exclude = parse_allocation(data.get("allocation", {}), where)
 
     return Config(
         path=path,
@@ -224,6 +227,7 @@ def parse_config(data: dict[str, Any], base: Path, path: Path | None = None) -> 
         experiment_tag_keys=tuple(experiment_keys),
         resource_time=resource_time,
         pools=pools,
+        allocation_exclude=allocation_exclude,
         memory_limit=memory_limit,
         threads=threads,
         lock_timeout_seconds=float(lock_timeout),

@@ -88,8 +88,17 @@ ATTEMPT_COLUMNS = frozenset(
     }
 )
 
-POOL_DRIVERS = ("gpu_seconds", "even")
+POOL_DRIVERS = ("gpu_seconds", "cpu_memory_requested", "attempt_count", "even", "cost_weighted")
 POOL_SPREADS = ("charge_period", "billing_period")
+COST_BASES = ("billed_cost", "effective_cost", "list_cost", "net_cost")
+# Inference and API spend is not training: these lines go to unallocated as excluded_inference
+# in both models. Override with [allocation] exclude = "..." (a selector), or "" for none.
+DEFAULT_EXCLUDE = (
+    "service_name = 'AmazonBedrock'"
+    " or (service_name = 'AmazonSageMaker' and usage_type like '%Host%')"
+    " or (service_name in ('Vertex AI', 'Vertex AI API')"
+    " and lower(coalesce(charge_description, '')) like '%prediction%')"
+)
 
 
 @dataclass(frozen=True)
@@ -101,9 +110,30 @@ class Pool:
     driver: str = "gpu_seconds"
     spread: str = "charge_period"
     attempts: str = "true"
+    basis: str = "effective_cost"  # the cost basis cost_weighted weighs attempts by
 
 
-_POOL_KEYS = {"name", "selector", "driver", "spread", "attempts"}
+_POOL_KEYS = {"name", "selector", "driver", "spread", "attempts", "basis"}
+
+
+def parse_allocation(section: Any, where: str) -> str:
+    """[allocation]: the exclude selector (DEFAULT_EXCLUDE unless given; "" excludes nothing)."""
+    if not isinstance(section, dict):
+        raise ConfigError(f"{where}: [allocation] must be a table")
+    for key in section:
+        if key != "exclude":
+            raise ConfigError(
+                f"{where}: unknown key allocation.{key}; allowed in [allocation]: exclude"
+            )
+    exclude = section.get("exclude", DEFAULT_EXCLUDE)
+    if not isinstance(exclude, str):
+        raise ConfigError(
+            f"{where}: allocation.exclude must be a SQL condition over normalized.cost_lines "
+            '(a string), or "" to exclude nothing'
+        )
+    if exclude.strip():
+        validate_condition(exclude, COST_LINE_COLUMNS, f"{where}: allocation.exclude")
+    return exclude.strip()
 
 
 def parse_pools(value: Any, where: str) -> tuple[Pool, ...]:
@@ -149,12 +179,31 @@ def parse_pools(value: Any, where: str) -> tuple[Pool, ...]:
                 f"{label} ({name}): spread {spread!r} is not supported; "
                 f"allowed: {', '.join(POOL_SPREADS)}"
             )
+        basis = item.get("basis", "effective_cost")
+        if basis not in COST_BASES:
+            raise ConfigError(
+                f"{label} ({name}): basis {basis!r} is not a cost basis; "
+                f"allowed: {', '.join(COST_BASES)}"
+            )
+        if "basis" in item and driver != "cost_weighted":
+            raise ConfigError(
+                f"{label} ({name}): basis applies only to driver 'cost_weighted'; "
+                f"remove it or set driver = 'cost_weighted'"
+            )
         pools.append(
-            Pool(name=name, selector=selector, driver=driver, spread=spread, attempts=attempts)
+            Pool(
+                name=name,
+                selector=selector,
+                driver=driver,
+                spread=spread,
+                attempts=attempts,
+                basis=basis,
+            )
         )
     return tuple(pools)
 
 
+_BOOLEAN_FUNCTIONS = (exp.StartsWith, exp.Contains)
 _FORBIDDEN = (exp.Select, exp.Subquery, exp.Union, exp.Command, exp.Insert, exp.Delete, exp.Drop)
 
 
@@ -182,4 +231,20 @@ def validate_condition(text: str, columns: frozenset[str], what: str) -> exp.Exp
                     f"{what}: unknown column {node.name!r}; known columns: "
                     f"{', '.join(sorted(columns))}"
                 )
+    if not _is_boolean(expression):
+        raise ConfigError(
+            f"{what}: must be one condition that is true or false, such as "
+            f"\"service_name = 'AmazonEKS'\"; {expression.sql(dialect='duckdb')!r} is a value"
+        )
     return expression
+
+
+def _is_boolean(node: exp.Expression) -> bool:
+    """A comparison, a test (like, in, is, between), true/false, or these joined by and/or/not."""
+    if isinstance(node, exp.Paren):
+        return _is_boolean(node.this)
+    if isinstance(node, exp.Not):
+        return _is_boolean(node.this)
+    if isinstance(node, exp.Connector | exp.Xor):
+        return _is_boolean(node.left) and _is_boolean(node.right)
+    return isinstance(node, (exp.Predicate, exp.Boolean, *_BOOLEAN_FUNCTIONS))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import duckdb
 import sqlglot
 from sqlglot import expressions as exp
@@ -10,6 +12,8 @@ from pipeline.config import Config
 from pipeline.config_pools import ATTEMPT_COLUMNS, COST_LINE_COLUMNS, validate_condition
 from pipeline.runner import Model, parse_model
 from pipeline.tags import cur_tag_keys
+
+log = logging.getLogger("runcost")
 
 
 def write_pool_settings(con: duckdb.DuckDBPyConnection, config: Config) -> None:
@@ -32,17 +36,20 @@ def write_pool_settings(con: duckdb.DuckDBPyConnection, config: Config) -> None:
     )
     con.execute(
         "create or replace table config.pools (pool_order integer, pool_name varchar, "
-        "selector varchar, attempts varchar, driver varchar, spread varchar)"
+        "selector varchar, attempts varchar, driver varchar, spread varchar, basis varchar)"
     )
     for order, pool in enumerate(config.pools, start=1):
         con.execute(
-            "insert into config.pools values (?, ?, ?, ?, ?, ?)",
-            [order, pool.name, pool.selector, pool.attempts, pool.driver, pool.spread],
+            "insert into config.pools values (?, ?, ?, ?, ?, ?, ?)",
+            [order, pool.name, pool.selector, pool.attempts, pool.driver, pool.spread, pool.basis],
         )
+    con.execute("create or replace table config.allocation (exclude varchar)")
+    con.execute("insert into config.allocation values (?)", [config.allocation_exclude])
 
 
 def pool_models(config: Config) -> list[Model]:
-    """allocation.pool_line_matches and allocation.pool_eligible_attempts for this config."""
+    """The models generated from runcost.toml selectors: allocation.pool_line_matches,
+    allocation.pool_eligible_attempts and attribution.excluded_lines."""
     line_selects = []
     attempt_selects = []
     for order, pool in enumerate(config.pools, start=1):
@@ -71,10 +78,15 @@ def pool_models(config: Config) -> list[Model]:
     )
     line_model = (
         "-- Cost lines each pool selects (generated from [[pools]] selectors); first pool wins.\n"
-        "-- grain: one row per line_id that some pool's selector matches\n"
+        "-- grain: one row per (line_id, pool_order) a selector matches; first_match: the winner\n"
         f"with matches as (\n{line_sql}\n),\n\n"
-        "final as (\n    select matches.line_id, min(matches.pool_order) as pool_order\n"
-        "    from matches\n    group by matches.line_id\n)\n\nselect * from final"
+        "first_matches as (\n    select matches.line_id, min(matches.pool_order) as first_order\n"
+        "    from matches\n    group by matches.line_id\n),\n\n"
+        "final as (\n    select\n        matches.line_id,\n        matches.pool_order,\n"
+        "        matches.pool_order = first_matches.first_order as first_match\n"
+        "    from matches\n"
+        "    inner join first_matches on matches.line_id = first_matches.line_id\n)\n\n"
+        "select * from final"
     )
     attempt_model = (
         "-- Attempts each pool may spread over (generated from [[pools]] attempts conditions).\n"
@@ -83,10 +95,64 @@ def pool_models(config: Config) -> list[Model]:
         "final as (\n    select distinct eligible.pool_order, eligible.attempt_id from eligible\n)"
         "\n\nselect * from final"
     )
+    if config.allocation_exclude:
+        exclude = validate_condition(
+            config.allocation_exclude, COST_LINE_COLUMNS, "allocation.exclude"
+        )
+        excluded_sql = (
+            sqlglot.select("cost_lines.line_id")
+            .from_("normalized.cost_lines as cost_lines")
+            .where(_qualify(exclude, "cost_lines"))
+            .sql(dialect="duckdb", pretty=True)
+        )
+    else:
+        excluded_sql = (
+            "select cast(null as bigint) as line_id "
+            "from normalized.cost_lines as cost_lines where false"
+        )
+    excluded_model = (
+        "-- Cost lines [allocation] exclude takes out of training attribution (inference, APIs).\n"
+        "-- grain: one row per excluded line_id; each goes to unallocated as excluded_inference\n"
+        f"with excluded as (\n{excluded_sql}\n),\n\n"
+        "final as (\n    select distinct excluded.line_id from excluded\n)\n\nselect * from final"
+    )
     return [
         parse_model("allocation", "pool_line_matches", line_model),
         parse_model("allocation", "pool_eligible_attempts", attempt_model),
+        parse_model("attribution", "excluded_lines", excluded_model),
     ]
+
+
+def log_pool_warnings(con: duckdb.DuckDBPyConnection) -> None:
+    """Warn, naming the pool, about lines several pools select and pools whose driver found no
+    usage data (those lines stay unallocated as pool_driver_no_usage)."""
+    for row in con.execute(
+        "select pool_name, overlapping_pool_name, sum(cost_lines) "
+        "from marts.pool_overlaps group by all order by all"
+    ).fetchall():
+        log.warning(
+            "pool %s: %d cost line(s) also match pool %s, which comes later in runcost.toml "
+            "and does not get them (the first matching pool wins); narrow one selector",
+            row[0],
+            row[2],
+            row[1],
+            extra={"stage": "build"},
+        )
+    for row in con.execute(
+        "select slices.pool_name, pools.driver, count(distinct slices.line_id) "
+        "from allocation.cost_allocations as slices "
+        "inner join config.pools as pools on slices.pool_name = pools.pool_name "
+        "where slices.unallocated_reason = 'pool_driver_no_usage' group by all order by all"
+    ).fetchall():
+        log.warning(
+            "pool %s: driver %s has no usage data for the attempts in scope, so %d cost "
+            "line(s) stay unallocated (pool_driver_no_usage); add the telemetry it needs or "
+            "choose another driver",
+            row[0],
+            row[1],
+            row[2],
+            extra={"stage": "build"},
+        )
 
 
 def _qualify(condition: exp.Expression, table: str) -> exp.Expression:

@@ -23,7 +23,7 @@ from pipeline.ingest.focus_files import ingest_focus_files
 from pipeline.ingest.gcp_bigquery import ingest_gcp_tables
 from pipeline.ingest.gcp_files import ingest_gcp_files
 from pipeline.lock import WarehouseLock
-from pipeline.pools import pool_models
+from pipeline.pools import log_pool_warnings, pool_models
 from pipeline.publish import publish, snapshot_hash, table_contents
 from pipeline.runner import BuildReport, Model, build, discover
 from pipeline.settings import write_settings
@@ -201,6 +201,7 @@ def _run(config: Config, events: _Events, run_dir: Path, manifest: dict) -> RunR
         models = discover() + pool_models(config)
         _save_generated(run_dir, [model for model in models if model.path is None])
         report = _build(con, models, events)
+        log_pool_warnings(con)
         manifest["model_seconds"] = _rounded(report.seconds)
         manifest["checks"] = {
             name: "failed" if any(item[0] == name for item in report.check_failures) else "passed"

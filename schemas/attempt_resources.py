@@ -22,6 +22,10 @@ class AttemptResources(pa.DataFrameModel):
     started_at: UTC = pa.Field(nullable=True)
     ended_at: UTC = pa.Field(nullable=True)
     gpu_count: pl.Int64 = pa.Field(nullable=True, ge=0)
+    # requested on this resource (a pod's requests, or the instance's size); the
+    # cpu_memory_requested pool driver weighs attempts by them
+    vcpu_count: pl.Float64 = pa.Field(nullable=True, ge=0)
+    memory_gib: pl.Float64 = pa.Field(nullable=True, ge=0)
 
     class Config:
         strict = True

@@ -6,12 +6,13 @@ import hashlib
 import uuid
 from pathlib import Path
 
-from pipeline.scenario.cur_writer import write_cur_delivery
+from pipeline.scenario.cur_writer import CurLine, write_cur_delivery
 from pipeline.scenario.expected import write_expected
 from pipeline.scenario.gcp_scenario import write_gcp_scenario
 from pipeline.scenario.oracle import OraclePool, compute
+from pipeline.scenario.shared_costs import MONITOR
 from pipeline.scenario.telemetry_writer import write_telemetry
-from pipeline.scenario.world import build_world
+from pipeline.scenario.world import CHECKPOINTS, build_world
 
 EXPORT_NAME = "runcost-cur"
 EXPORT_DIR = f"aws/exports/{EXPORT_NAME}"
@@ -49,6 +50,34 @@ selector = "provider_line_type = 'SavingsPlanRecurringFee'"
 attempts = "capacity_type = 'on_demand'"
 driver = "gpu_seconds"
 spread = "billing_period"
+
+# Monitoring nodes watch whatever runs: spread each hour over the attempts running in it, by the
+# vCPUs and memory they requested (hours when nothing runs stay unallocated).
+[[pools]]
+name = "monitoring"
+selector = "resource_class = 'compute' and tags['user_role'] = 'monitoring'"
+driver = "cpu_memory_requested"
+spread = "charge_period"
+
+# Checkpoints outlive their attempts: what no attempt held, the experiment's attempts launched
+# this month share equally.
+[[pools]]
+name = "checkpoint-storage"
+selector = "resource_id = '{CHECKPOINTS}'"
+attempts = "experiment_id = 'exp-llm-7b'"
+driver = "attempt_count"
+spread = "billing_period"
+
+# An account-level credit: spread over the month's attempts by their net attributed cost.
+[[pools]]
+name = "account-credits"
+selector = "provider_line_type = 'Credit'"
+driver = "cost_weighted"
+basis = "net_cost"
+spread = "billing_period"
+
+# Inference and API spend (Bedrock, SageMaker endpoints, Vertex AI prediction) is not training:
+# the default [allocation] exclude leaves it unallocated as excluded_inference.
 """
 
 # The oracle's reading of the pool above (service_name is the CUR product code).
@@ -66,7 +95,32 @@ POOLS = [
         spread="billing_period",
         eligible=lambda attempt: attempt.capacity_type == "on_demand",
     ),
+    OraclePool(
+        name="monitoring",
+        matches=lambda line: line.resource_id == MONITOR and line.usage_type.startswith("BoxUsage"),
+        driver="cpu_memory_requested",
+    ),
+    OraclePool(
+        name="checkpoint-storage",
+        matches=lambda line: line.resource_id == CHECKPOINTS,
+        driver="attempt_count",
+        spread="billing_period",
+        eligible=lambda attempt: attempt.experiment_id == "exp-llm-7b",
+    ),
+    OraclePool(
+        name="account-credits",
+        matches=lambda line: line.line_item_type == "Credit",
+        driver="cost_weighted",
+        spread="billing_period",
+        basis="net_cost",
+    ),
 ]
+
+
+def is_inference(line: CurLine) -> bool:
+    """The oracle's reading of the default [allocation] exclude on this AWS bill."""
+    hosting = line.product_code == "AmazonSageMaker" and "Host" in line.usage_type
+    return line.product_code == "AmazonBedrock" or hosting
 
 
 def execution_id(seed: int) -> str:
@@ -97,6 +151,7 @@ def write_scenario(out_dir: Path, seed: int = 7) -> Path:
         POOLS,
         ATTEMPT_TAG_KEYS,
         EXPERIMENT_TAG_KEYS,
+        excluded=is_inference,
     )
     write_expected(out_dir / "expected", expectation, world.attempts, world.experiments)
     config = out_dir / "runcost.toml"

@@ -114,6 +114,24 @@ EKS_CLUSTER = Meter(
     family="Compute",
     description="Amazon EKS cluster usage in US East (N. Virginia)",
 )
+BEDROCK_INPUT = Meter(
+    product_code="AmazonBedrock",
+    usage_type="USE1-Claude3Haiku-input-tokens",
+    operation="InvokeModelInference",
+    unit="1K tokens",
+    rate=Decimal("0.00025"),
+    family="Amazon Bedrock",
+    description="$0.00025 per 1K input tokens for Claude 3 Haiku in US East (N. Virginia)",
+)
+SAGEMAKER_HOSTING = Meter(
+    product_code="AmazonSageMaker",
+    usage_type="USE1-Hosting:ml.g5.xlarge",
+    operation="RunInstance",
+    unit="Hrs",
+    rate=Decimal("1.408"),
+    family="ML Instance",
+    description="$1.408 per Hosting ml.g5.xlarge hour in US East (N. Virginia)",
+)
 SALES_TAX_RATE = Decimal("0.06")
 S3_PRIVATE_RATE_DISCOUNT = Decimal("0.10")  # a negotiated private rate on S3, as a discount line
 
@@ -122,6 +140,8 @@ SERVICE_NAMES: dict[str, str] = {
     "AmazonS3": "Amazon Simple Storage Service",
     "AmazonEKS": "Amazon Elastic Container Service for Kubernetes",
     "ComputeSavingsPlans": "Savings Plans for AWS Compute usage",
+    "AmazonBedrock": "Amazon Bedrock",
+    "AmazonSageMaker": "Amazon SageMaker",
 }
 
 

@@ -16,7 +16,8 @@ def write_expected(
     attempts: list[Attempt],
     experiments: list[Experiment],
 ) -> None:
-    """Write attempt_costs.csv, experiment_costs.csv and bill_totals.csv (money to 10 places)."""
+    """Write attempt_costs.csv, experiment_costs.csv, bill_totals.csv, split_costs.csv and
+    pool_costs.csv (what each pool spread over attempts), money to 10 places."""
     experiment_of = {attempt.attempt_id: attempt.experiment_id for attempt in attempts}
     attempt_rows: list[dict[str, object]] = [
         {"attempt_id": key[0], "experiment_id": experiment_of[key[0]], "allocation_model": key[1]}
@@ -57,10 +58,15 @@ def write_expected(
         {"attempt_id": key[0], "experiment_id": key[1], "attribution_method": key[2]} | costs
         for key, costs in sorted(expectation.split_slices.items())
     ]
+    pool_rows = [
+        {"pool_name": name, **spread} for name, spread in sorted(expectation.pool_spread.items())
+    ]
     folder.mkdir(parents=True, exist_ok=True)
     _write_csv(folder / "attempt_costs.csv", attempt_rows)
     if split_rows:
         _write_csv(folder / "split_costs.csv", split_rows)
+    if pool_rows:
+        _write_csv(folder / "pool_costs.csv", pool_rows)
     _write_csv(folder / "experiment_costs.csv", experiment_rows)
     _write_csv(folder / "bill_totals.csv", bill_rows)
 

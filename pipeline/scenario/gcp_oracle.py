@@ -6,15 +6,14 @@ from decimal import Decimal
 
 from pipeline.scenario.gcp_world import GcpRow
 from pipeline.scenario.oracle import (
-    BASES,
-    MODELS,
-    ZERO,
     Attributor,
     Expectation,
     OraclePool,
     PoolSpreader,
+    empty_expectation,
     place_line,
 )
+from pipeline.scenario.oracle_pools import ZERO
 from pipeline.scenario.telemetry_writer import Attempt, AttemptResource, Experiment
 
 # Credits that set the usage price (effective cost); every credit counts in net cost.
@@ -54,13 +53,9 @@ def compute_gcp(
 ) -> Expectation:
     """Every attempt's cost under both models; bill totals per invoice month (YYYY-MM)."""
     attributor = Attributor(attempts, resources, experiments, attempt_keys, experiment_keys)
-    spreader = PoolSpreader(pools, attempts)
-    result = Expectation()
-    for attempt in attempts:
-        for model in MODELS:
-            result.attempt_costs[attempt.attempt_id, model] = dict.fromkeys(
-                (*BASES, "estimated_cost"), ZERO
-            )
+    spreader = PoolSpreader(pools, attempts, resources)
+    result = empty_expectation(attempts)
     for row in rows:
         place_line(result, spreader, row, gcp_bases(row), attributor.parts(row))
+    spreader.flush(result)
     return result

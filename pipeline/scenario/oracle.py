@@ -5,35 +5,31 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
-from decimal import ROUND_HALF_EVEN, Decimal
+from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
-from pipeline.scenario.cur_writer import CurLine, Money, money, period_bounds
+from pipeline.scenario.cur_writer import CurLine, Money, money
+from pipeline.scenario.oracle_pools import (
+    BASES,
+    ZERO,
+    Expectation,
+    OraclePool,
+    PoolSpreader,
+    overlap_of,
+    round_places,
+    seconds_between,
+    split,
+)
 from pipeline.scenario.telemetry_writer import (
     Attempt,
     AttemptResource,
     Experiment,
 )
 
-BASES = ("billed_cost", "effective_cost", "list_cost", "net_cost")
 SPLIT_OPERATIONS = ("EKSPod-EC2", "ECSTask-EC2")  # split rows re-split instance rows: never billed
 INSTANCE_LINE_TYPES = ("Usage", "DiscountedUsage", "SavingsPlanCoveredUsage", "SavingsPlanNegation")
 MODELS = ("fully_loaded", "marginal")
-PLACES = Decimal("0.0000000001")
-ZERO = Decimal(0)
-
-
-@dataclass(frozen=True)
-class OraclePool:
-    """A shared pool as the oracle sees it: a Python predicate standing in for the SQL selector."""
-
-    name: str
-    matches: Callable[[CurLine], bool]
-    driver: str = "gpu_seconds"
-    spread: str = "charge_period"
-    eligible: Callable[[Attempt], bool] = lambda _attempt: True  # the pool's `attempts` filter
 
 
 @dataclass(frozen=True)
@@ -44,18 +40,6 @@ class Part:
     attempt_id: str | None = None
     experiment_id: str | None = None
     method: str = "unattributed"
-
-
-@dataclass
-class Expectation:
-    """Expected marts, keyed like the CSVs; money is Decimal with at most 10 places."""
-
-    attempt_costs: dict[tuple[str, str], dict[str, Decimal]] = field(default_factory=dict)
-    experiment_only: dict[tuple[str, str], dict[str, Decimal]] = field(default_factory=dict)
-    pooled: dict[str, Decimal] = field(default_factory=lambda: dict.fromkeys(BASES, ZERO))
-    # (attempt_id, experiment_id, method) -> basis -> amount, for split_cost and split_unused
-    split_slices: dict[tuple[str, str, str], dict[str, Decimal]] = field(default_factory=dict)
-    bill_totals: dict[str, dict[str, Decimal]] = field(default_factory=dict)
 
 
 def _amount(value: Money | None) -> Decimal:
@@ -101,16 +85,6 @@ def cost_bases(line: CurLine) -> dict[str, Decimal]:
         "list_cost": listed,
         "net_cost": amortized(net=True),
     }
-
-
-def _seconds(start: datetime, end: datetime) -> int:
-    return max(0, int((end - start).total_seconds()))
-
-
-def _overlap(start: datetime | None, end: datetime | None, lo: datetime, hi: datetime) -> int:
-    if start is None:
-        return 0
-    return _seconds(max(start, lo), min(end or hi, hi))
 
 
 @dataclass
@@ -205,12 +179,12 @@ class Attributor:
             attempt = self.attempts[row.attempt_id]
             start = row.started_at or attempt.started_at
             end = row.ended_at or attempt.ended_at
-            seconds = _overlap(start, end, lo, hi)
+            seconds = overlap_of(start, end, lo, hi)
             if seconds:
                 overlap[row.attempt_id] += seconds
         if not overlap:
             return []
-        window = _seconds(lo, hi)
+        window = seconds_between(lo, hi)
         active = Fraction(window)
         if line.pricing_unit == "Hrs":
             active = min(Fraction(Decimal(str(line.usage_amount))) * 3600, active)
@@ -226,24 +200,6 @@ class Attributor:
         ]
 
 
-def split(amount: Decimal, weights: list[Fraction]) -> list[Decimal]:
-    """Slices of amount in proportion to weights, each to 10 places; the rounding remainder goes
-    to the largest slice (the first of equals), so the slices sum exactly to amount."""
-    if len(weights) == 1:
-        return [amount]
-    total = sum(weights, Fraction(0))
-    slices = [_round(Fraction(amount) * weight / total) if total else ZERO for weight in weights]
-    largest = max(range(len(weights)), key=lambda index: (weights[index], -index))
-    slices[largest] += amount - sum(slices, ZERO)
-    return slices
-
-
-def _round(value: Fraction) -> Decimal:
-    return (Decimal(value.numerator) / Decimal(value.denominator)).quantize(
-        PLACES, rounding=ROUND_HALF_EVEN
-    )
-
-
 def compute(
     lines: list[CurLine],
     attempts: list[Attempt],
@@ -252,27 +208,43 @@ def compute(
     pools: list[OraclePool],
     attempt_keys: tuple[str, ...] = ("user_attempt_id",),
     experiment_keys: tuple[str, ...] = ("user_experiment_id",),
+    excluded: Callable[[CurLine], bool] = lambda _line: False,
 ) -> Expectation:
-    """Every attempt's and experiment's cost under both models, and the bill totals."""
+    """Every attempt's and experiment's cost under both models, and the bill totals. Lines
+    `excluded` selects (inference) stay unallocated in both models; pools spread last, once
+    every line is attributed (cost_weighted weighs attempts by what they were attributed)."""
     attributor = Attributor(attempts, resources, experiments, attempt_keys, experiment_keys)
-    spreader = PoolSpreader(pools, attempts)
-    result = Expectation()
-    for attempt in attempts:
-        for model in MODELS:
-            result.attempt_costs[attempt.attempt_id, model] = dict.fromkeys(
-                (*BASES, "estimated_cost"), ZERO
-            )
+    spreader = PoolSpreader(pools, attempts, resources)
+    result = empty_expectation(attempts)
     for line in lines:
         if line.operation in SPLIT_OPERATIONS:
             attributor.add_split_row(line)
     for line in lines:
         if line.operation in SPLIT_OPERATIONS:
             continue
+        bases = cost_bases(line)
+        totals = result.bill_totals.setdefault(line.billing_period, dict.fromkeys(BASES, ZERO))
+        if excluded(line):
+            for basis, amount in bases.items():
+                totals[basis] += amount  # unallocated as excluded_inference, in both models
+            continue
         groups = attributor.split_groups(line)
         if groups is not None:
             _split_line(result, spreader, line, groups)
             continue
-        place_line(result, spreader, line, cost_bases(line), attributor.parts(line))
+        place_line(result, spreader, line, bases, attributor.parts(line))
+    spreader.flush(result)
+    return result
+
+
+def empty_expectation(attempts: list[Attempt]) -> Expectation:
+    """An Expectation with every attempt at zero in both models and every basis."""
+    result = Expectation()
+    for attempt in attempts:
+        for model in MODELS:
+            result.attempt_costs[attempt.attempt_id, model] = dict.fromkeys(
+                (*BASES, "estimated_cost"), ZERO
+            )
     return result
 
 
@@ -294,6 +266,8 @@ def place_line(
                 _place(result, model, basis, part, piece)
             if part.attempt_id is None and part.experiment_id is None:
                 spreader.spread(result, line, basis, piece)
+            elif part.attempt_id is not None:
+                spreader.attributed(part.attempt_id, line, basis, piece)
 
 
 def _rank(item: tuple[tuple[str | None, str | None], Fraction]) -> tuple:
@@ -314,7 +288,7 @@ def _slices(
     """amount * weight / total per key, rounded to 10 places; when rest is given, the first
     slice in SQL's order takes rest - sum(others) so the slices sum exactly to rest."""
     ordered = sorted(((key, weight) for key, weight in weights.items() if weight > 0), key=_rank)
-    slices = {key: _round(Fraction(amount) * weight / total) for key, weight in ordered}
+    slices = {key: round_places(Fraction(amount) * weight / total) for key, weight in ordered}
     if rest is not None and ordered:
         first = ordered[0][0]
         slices[first] = rest - (sum(slices.values(), ZERO) - slices[first])
@@ -342,6 +316,8 @@ def _split_line(
             for model in MODELS:
                 _place(result, model, basis, part, piece)
             _record_split(result, key, "split_cost", basis, piece)
+            if key[0] is not None:
+                spreader.attributed(key[0], line, basis, piece)
         for key, piece in idle.items():
             _place(result, "fully_loaded", basis, Part(Fraction(0), key[0], key[1]), piece)
             _record_split(result, key, "split_unused", basis, piece)
@@ -368,41 +344,3 @@ def _place(result: Expectation, model: str, basis: str, part: Part, piece: Decim
             (part.experiment_id, model), dict.fromkeys(BASES, ZERO)
         )
         row[basis] += piece
-
-
-class PoolSpreader:
-    """fully_loaded only: the first matching pool spreads a line's unattributed part."""
-
-    def __init__(self, pools: list[OraclePool], attempts: list[Attempt]) -> None:
-        self.pools = pools
-        self.attempts = attempts
-        self._weights: dict[tuple[str, datetime, datetime], list[tuple[str, Fraction]]] = {}
-
-    def weights(self, pool: OraclePool, lo: datetime, hi: datetime) -> list[tuple[str, Fraction]]:
-        """Eligible attempts overlapping [lo, hi), weighted by the pool's driver."""
-        key = (pool.name, lo, hi)
-        if key not in self._weights:
-            weights = []
-            for attempt in self.attempts:
-                seconds = _overlap(attempt.started_at, attempt.ended_at, lo, hi)
-                weight = seconds * (attempt.gpu_count or 0) if pool.driver == "gpu_seconds" else 1
-                if seconds and weight and pool.eligible(attempt):
-                    weights.append((attempt.attempt_id, Fraction(weight)))
-            self._weights[key] = weights
-        return self._weights[key]
-
-    def spread(self, result: Expectation, line: CurLine, basis: str, amount: Decimal) -> None:
-        pool = next((pool for pool in self.pools if pool.matches(line)), None)
-        if pool is None or not amount:
-            return
-        if pool.spread == "billing_period":
-            lo, hi = period_bounds(line.billing_period)
-        else:
-            lo, hi = line.usage_start, line.usage_end
-        weights = self.weights(pool, lo, hi)
-        if not weights:
-            return  # unallocated: pool_no_eligible_attempts
-        slices = split(amount, [weight for _, weight in weights])
-        for (attempt_id, _), piece in zip(weights, slices, strict=True):
-            result.attempt_costs[attempt_id, "fully_loaded"][basis] += piece
-        result.pooled[basis] += amount

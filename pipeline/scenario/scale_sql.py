@@ -349,10 +349,11 @@ def resources_sql(spec: ScaleSpec) -> str:
     return f"""
     select attempt_id, printf('i-%017x', g * 1000003 + {spec.seed}) as resource_id,
         'instance' as resource_kind, null::timestamptz as started_at,
-        null::timestamptz as ended_at, gpu_count
+        null::timestamptz as ended_at, gpu_count, null::double as vcpu_count,
+        null::double as memory_gib
     from attempts
     union all
     select attempt_id, printf('vol-%017x', g * 1000003 + {spec.seed}), 'volume',
-        started_at, ended_at, 0::bigint
+        started_at, ended_at, 0::bigint, null::double, null::double
     from attempts
     """

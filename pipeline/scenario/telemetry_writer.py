@@ -50,6 +50,8 @@ class AttemptResource:
     started_at: datetime | None
     ended_at: datetime | None
     gpu_count: int
+    vcpu_count: float | None = None  # requested on the resource (cpu_memory_requested driver)
+    memory_gib: float | None = None
 
 
 @dataclass(frozen=True)

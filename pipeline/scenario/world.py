@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
 
-from pipeline.scenario import catalog
+from pipeline.scenario import catalog, shared_costs
 from pipeline.scenario.billing import Bill, SavingsPlan, hours, utc
 from pipeline.scenario.cur_writer import CurLine, period_bounds
 from pipeline.scenario.eks import Pod, pod_rows
@@ -38,6 +38,10 @@ NLP, NLP_VOLUME = "i-0d4a2b6c8e1f30031", "vol-0d4a2b6c8e1f30032"
 DEV_BOX = "i-0e5f7a9b1c3d40041"
 SMOKE = "i-0f6e8d0c2b4a60051"
 EKS_NODE = "i-0a2b4c6d8e0f10061"  # an EKS p4d node shared by pods of two attempts
+EKS_POD_2 = (
+    f"arn:aws:eks:{catalog.REGION}:{ACCOUNT}:pod/{CLUSTER}/foundation-models/"
+    "trainer-0/3b8d4f12-9e6a-4c2b-8d17-5a4e3c2b1f02"
+)
 
 
 @dataclass(frozen=True)
@@ -165,11 +169,25 @@ EVENTS = [
 ]
 
 
+def _size(instance_type: str) -> tuple[float, float]:
+    """(vCPUs, GiB of memory) of an instance type: what an attempt on all of it requests."""
+    spec = catalog.INSTANCES[instance_type]
+    return float(spec.vcpu), float(spec.memory.split()[0])
+
+
 def _resources() -> list[AttemptResource]:
     def held(attempt_id: str, resource_id: str, kind: str, gpus: int = 0) -> AttemptResource:
         attempt = ATTEMPTS_BY_ID[attempt_id]
+        vcpus, memory = _size(attempt.instance_type) if kind == "ec2_instance" else (None, None)
         return AttemptResource(
-            attempt_id, resource_id, kind, attempt.started_at, attempt.ended_at, gpus
+            attempt_id,
+            resource_id,
+            kind,
+            attempt.started_at,
+            attempt.ended_at,
+            gpus,
+            vcpus,
+            memory,
         )
 
     return [
@@ -182,10 +200,12 @@ def _resources() -> list[AttemptResource]:
         held("att-rl-01", RL, "ec2_instance", 4),
         held("att-rl-02", RL, "ec2_instance", 4),
         # no times: the join falls back to the attempt's own started_at / ended_at
-        AttemptResource("att-nlp-01", NLP, "ec2_instance", None, None, 1),
+        AttemptResource("att-nlp-01", NLP, "ec2_instance", None, None, 1, *_size("g5.xlarge")),
         held("att-nlp-01", NLP_VOLUME, "ebs_volume"),
         # the node is shared: its pods' split rows place it, before resource and time would
-        held("att-eks-01", EKS_NODE, "ec2_instance", 4),
+        # the trainer pods' requests on the node (40 vCPU / 480 GiB and 20 vCPU / 240 GiB)
+        AttemptResource("att-eks-01", EKS_NODE, "ec2_instance", utc(8, 2), utc(8, 5), 4, 40, 480),
+        AttemptResource("att-eks-02", EKS_POD_2, "eks_pod", utc(8, 2), utc(8, 4), 2, 20, 240),
     ]
 
 
@@ -226,8 +246,13 @@ def build_world(seed: int = 7) -> World:
     _vision_dataset(bill, rng)
     for hour, _ in hours(*period_bounds(BILLING_PERIOD)):
         bill.metered(catalog.EKS_CLUSTER, hour, CLUSTER_ARN, Decimal(1))
+    shared_costs.monitoring_node(bill, WINDOW)
+    shared_costs.kept_volume(bill)
+    shared_costs.checkpoint_restore(bill, CHECKPOINTS, rng)
+    shared_costs.inference(bill)
     bill.recurring_fees()
     bill.taxes(TAXED_PRODUCTS)
+    shared_costs.account_credit(bill)
     lines = sorted(bill.lines, key=lambda line: (line.usage_start, line.usage_end))
     return World(
         BILLING_PERIOD, lines, list(ATTEMPTS), _resources(), list(EXPERIMENTS), list(EVENTS)

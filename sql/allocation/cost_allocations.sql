@@ -30,6 +30,34 @@ pools as (
     select * from config.pools
 ),
 
+pool_windows as (
+    -- windows where a pool found candidate attempts (their driver weights may all be 0)
+    select distinct
+        pool_driver_weights.pool_order,
+        pool_driver_weights.window_start,
+        pool_driver_weights.window_end
+    from allocation.pool_driver_weights as pool_driver_weights
+),
+
+first_pools as (
+    select
+        pool_line_matches.line_id,
+        pools.pool_order,
+        pools.pool_name,
+        case
+            when pools.spread = 'billing_period' then cost_lines.billing_period_start
+            else cost_lines.charge_period_start
+        end as window_start,
+        case
+            when pools.spread = 'billing_period' then cost_lines.billing_period_end
+            else cost_lines.charge_period_end
+        end as window_end
+    from pool_line_matches
+    inner join pools on pool_line_matches.pool_order = pools.pool_order
+    inner join cost_lines on pool_line_matches.line_id = cost_lines.line_id
+    where pool_line_matches.first_match
+),
+
 allocation_models as (
     select unnest(['marginal', 'fully_loaded']) as allocation_model
 ),
@@ -146,10 +174,14 @@ fully_loaded_unallocated as (
         cast(null as varchar) as experiment_id,
         cast(null as varchar) as attribution_method,
         cast(null as varchar) as confidence,
-        pools.pool_name,
         case
-            when pools.pool_name is not null then 'pool_no_eligible_attempts'
-            else remainders.unallocated_reason
+            when remainders.unallocated_reason <> 'excluded_inference' then first_pools.pool_name
+        end as pool_name,
+        case
+            when remainders.unallocated_reason = 'excluded_inference' then 'excluded_inference'
+            when first_pools.pool_name is null then remainders.unallocated_reason
+            when pool_windows.pool_order is not null then 'pool_driver_no_usage'
+            else 'pool_no_eligible_attempts'
         end as unallocated_reason,
         cast(null as double) as share,
         remainders.billed_cost,
@@ -157,8 +189,12 @@ fully_loaded_unallocated as (
         remainders.list_cost,
         remainders.net_cost
     from remainders
-    left join pool_line_matches on remainders.line_id = pool_line_matches.line_id
-    left join pools on pool_line_matches.pool_order = pools.pool_order
+    left join first_pools on remainders.line_id = first_pools.line_id
+    left join pool_windows
+        on
+            first_pools.pool_order = pool_windows.pool_order
+            and first_pools.window_start = pool_windows.window_start
+            and first_pools.window_end = pool_windows.window_end
     anti join pooled_lines on remainders.line_id = pooled_lines.line_id
 ),
 

@@ -1,4 +1,4 @@
--- Shares of unattributed cost that a pool spreads over attempts, by the pool's driver (fully loaded model).
+-- Slices of unattributed cost that a pool spreads over attempts by its driver's shares (fully loaded model).
 -- grain: one row per (line_id, attempt_id)
 with remainders as (
     select * from allocation.line_remainders
@@ -18,31 +18,18 @@ pool_line_matches as (
     select * from allocation.pool_line_matches
 ),
 
-pool_eligible_attempts as (
-    select * from allocation.pool_eligible_attempts
-),
-
 pools as (
     select * from config.pools
 ),
 
-attempts as (
-    select
-        attempts.attempt_id,
-        attempts.experiment_id,
-        attempts.started_at,
-        attempts.ended_at,
-        attempts.gpu_count
-    from staging.attempts as attempts
-    where attempts.started_at is not null
+pool_driver_weights as (
+    select * from allocation.pool_driver_weights
 ),
 
 pooled_lines as (
     select
         remainders.*,
         pools.pool_order,
-        pools.pool_name,
-        pools.driver,
         case
             when pools.spread = 'billing_period' then cost_lines.billing_period_start
             else cost_lines.charge_period_start
@@ -52,77 +39,34 @@ pooled_lines as (
             else cost_lines.charge_period_end
         end as window_end
     from remainders
-    inner join pool_line_matches on remainders.line_id = pool_line_matches.line_id
+    inner join pool_line_matches
+        on remainders.line_id = pool_line_matches.line_id and pool_line_matches.first_match
     inner join pools on pool_line_matches.pool_order = pools.pool_order
     inner join cost_lines on remainders.line_id = cost_lines.line_id
-),
-
-candidates as (
-    select
-        pooled_lines.*,
-        attempts.attempt_id,
-        attempts.experiment_id,
-        case
-            when pooled_lines.driver = 'gpu_seconds'
-                then
-                    (
-                        epoch_us(
-                            least(
-                                pooled_lines.window_end,
-                                coalesce(attempts.ended_at, pooled_lines.window_end)
-                            )
-                        )
-                        - epoch_us(greatest(pooled_lines.window_start, attempts.started_at))
-                    )
-                    * coalesce(attempts.gpu_count, 0)
-            else 1
-        end as weight
-    from pooled_lines
-    inner join pool_eligible_attempts
-        on pooled_lines.pool_order = pool_eligible_attempts.pool_order
-    inner join attempts on pool_eligible_attempts.attempt_id = attempts.attempt_id
-    where
-        attempts.started_at < pooled_lines.window_end
-        and coalesce(attempts.ended_at, pooled_lines.window_end) > pooled_lines.window_start
-),
-
-positive as (
-    select candidates.* from candidates
-    where candidates.weight > 0
-),
-
-line_weights as (
-    -- hash aggregates per line instead of window functions partitioned by line_id: the
-    -- largest slice (ties: smallest attempt_id) takes the rounding remainder
-    select
-        positive.line_id,
-        sum(positive.weight) as total_weight,
-        arg_min(positive.attempt_id, (-positive.weight, positive.attempt_id)) as first_attempt_id
-    from positive
-    group by positive.line_id
+    where remainders.unallocated_reason <> 'excluded_inference'
 ),
 
 rounded as (
     select
-        positive.*,
-        positive.weight / line_weights.total_weight as share,
-        case when positive.attempt_id = line_weights.first_attempt_id then 1 else 2 end
-            as slice_rank,
+        pooled_lines.*,
+        pool_driver_weights.attempt_id,
+        pool_driver_weights.experiment_id,
+        pool_driver_weights.pool_name,
+        pool_driver_weights.share,
+        case when pool_driver_weights.takes_remainder then 1 else 2 end as slice_rank,
+        cast(pooled_lines.billed_cost * pool_driver_weights.share as decimal(38, 10)) as billed_part,
         cast(
-            positive.billed_cost * (positive.weight / line_weights.total_weight) as decimal(38, 10)
-        ) as billed_part,
-        cast(
-            positive.effective_cost * (positive.weight / line_weights.total_weight)
-            as decimal(38, 10)
+            pooled_lines.effective_cost * pool_driver_weights.share as decimal(38, 10)
         ) as effective_part,
-        cast(
-            positive.list_cost * (positive.weight / line_weights.total_weight) as decimal(38, 10)
-        ) as list_part,
-        cast(
-            positive.net_cost * (positive.weight / line_weights.total_weight) as decimal(38, 10)
-        ) as net_part
-    from positive
-    inner join line_weights on positive.line_id = line_weights.line_id
+        cast(pooled_lines.list_cost * pool_driver_weights.share as decimal(38, 10)) as list_part,
+        cast(pooled_lines.net_cost * pool_driver_weights.share as decimal(38, 10)) as net_part
+    from pooled_lines
+    inner join pool_driver_weights
+        on
+            pooled_lines.pool_order = pool_driver_weights.pool_order
+            and pooled_lines.window_start = pool_driver_weights.window_start
+            and pooled_lines.window_end = pool_driver_weights.window_end
+    where pool_driver_weights.share is not null
 ),
 
 line_parts as (

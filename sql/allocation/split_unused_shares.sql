@@ -47,7 +47,10 @@ idle as (
     from split_cost_shares
     inner join remainders on split_cost_shares.line_id = remainders.line_id
     inner join cost_lines on split_cost_shares.line_id = cost_lines.line_id
-    where split_cost_shares.experiment_id is not null and split_cost_shares.unused_cost > 0
+    where
+        split_cost_shares.experiment_id is not null
+        and split_cost_shares.unused_cost > 0
+        and remainders.unallocated_reason <> 'excluded_inference'
 ),
 
 totals as (

@@ -16,6 +16,10 @@ split_cost_shares as (
     select * from attribution.split_cost_shares
 ),
 
+excluded_lines as (
+    select * from attribution.excluded_lines
+),
+
 attempts as (
     select
         attempts.attempt_id,
@@ -82,12 +86,19 @@ split_slices as (
     qualify split_cost_shares.split_cost > 0
 ),
 
-slices as (
+all_slices as (
     select * from tag_slices
     union all
     select * from split_slices
     union all
     select * from resource_time_slices
+),
+
+slices as (
+    -- lines [allocation] exclude names (inference, APIs) are never attributed
+    select all_slices.* from all_slices
+    left join excluded_lines on all_slices.line_id = excluded_lines.line_id
+    where excluded_lines.line_id is null
 ),
 
 parts as (

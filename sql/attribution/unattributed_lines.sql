@@ -12,6 +12,10 @@ attribution_settings as (
     select * from config.attribution
 ),
 
+excluded_lines as (
+    select * from attribution.excluded_lines
+),
+
 split_lines as (
     select
         split_cost_shares.line_id,
@@ -42,6 +46,7 @@ final as (
     select
         cost_lines.line_id,
         case
+            when excluded_lines.line_id is not null then 'excluded_inference'
             -- split lines: pods no tag places keep their split and unused parts together
             when split_lines.has_unplaced_pods then 'split_pod_without_attempt'
             when split_lines.line_id is not null then 'split_unused_capacity'
@@ -68,6 +73,7 @@ final as (
     left join placed on cost_lines.line_id = placed.line_id
     left join split_lines on cost_lines.line_id = split_lines.line_id
     left join held_resources on cost_lines.resource_id = held_resources.resource_id
+    left join excluded_lines on cost_lines.line_id = excluded_lines.line_id
     where placed.line_id is null or not placed.fully_attributed
 )
 

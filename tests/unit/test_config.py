@@ -71,7 +71,10 @@ spread = "billing_period"
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("[wharehouse]\npath = 'x'\n", "unknown section [wharehouse]; allowed: attribution, aws"),
+        (
+            "[wharehouse]\npath = 'x'\n",
+            "unknown section [wharehouse]; allowed: allocation, attribution, aws",
+        ),
         (
             "[aws]\nexport = ['x']\n",
             "unknown key aws.export; allowed in [aws]: endpoint_url, exports, region",
@@ -91,7 +94,8 @@ spread = "billing_period"
         ("[[pools]]\nname = 'p'\nselector = 'true'\nweight = 2\n", "pools[1]: unknown key weight"),
         (
             "[[pools]]\nname = 'p'\nselector = 'true'\ndriver = 'cpu'\n",
-            "driver 'cpu' is not supported; allowed: gpu_seconds, even",
+            "driver 'cpu' is not supported; allowed: gpu_seconds, cpu_memory_requested, "
+            "attempt_count, even, cost_weighted",
         ),
         (
             "[[pools]]\nname = 'p'\nselector = 'true'\nspread = 'week'\n",
@@ -107,11 +111,11 @@ spread = "billing_period"
         ),
         (
             "[[pools]]\nname = 'p'\nselector = 'line_id in (select 1)'\n",
-            "only a condition over columns is allowed",
+            "pools[1] (p).selector: only a condition over columns is allowed",
         ),
         (
             "[[pools]]\nname = 'p'\nselector = 'true; drop table x'\n",
-            "must be exactly one SQL condition",
+            "pools[1] (p).selector: must be exactly one SQL condition, without ';'",
         ),
         (
             "[[pools]]\nname = 'p'\nselector = 'cost_lines.service_name = 1'\n",
@@ -120,6 +124,41 @@ spread = "billing_period"
         (
             "[[pools]]\nname = 'p'\nselector = 'true'\nattempts = 'team = 1'\n",
             "pools[1] (p).attempts: unknown column 'team'",
+        ),
+        (
+            "[[pools]]\nname = 'gpu-fleet'\nselector = 'service_name'\n",
+            "pools[1] (gpu-fleet).selector: must be one condition that is true or false",
+        ),
+        (
+            "[[pools]]\nname = 'p'\nselector = \"resource_class = 'tax' and billed_cost + 1\"\n",
+            "pools[1] (p).selector: must be one condition that is true or false",
+        ),
+        (
+            "[[pools]]\nname = 'p'\nselector = 'true'\nattempts = 'gpu_count'\n",
+            "pools[1] (p).attempts: must be one condition that is true or false",
+        ),
+        (
+            "[[pools]]\nname = 'p'\nselector = 'exists (select 1)'\n",
+            "pools[1] (p).selector: only a condition over columns is allowed",
+        ),
+        (
+            "[[pools]]\nname = 'p'\nselector = 'true'\ndriver = 'cost_weighted'\nbasis = 'gross'\n",
+            "pools[1] (p): basis 'gross' is not a cost basis; allowed: billed_cost, "
+            "effective_cost, list_cost, net_cost",
+        ),
+        (
+            "[[pools]]\nname = 'p'\nselector = 'true'\nbasis = 'net_cost'\n",
+            "pools[1] (p): basis applies only to driver 'cost_weighted'",
+        ),
+        ("[allocation]\nexclude = 3\n", "allocation.exclude must be a SQL condition"),
+        ("[allocation]\nexcludes = ''\n", "unknown key allocation.excludes"),
+        (
+            "[allocation]\nexclude = \"servce_name = 'AmazonBedrock'\"\n",
+            "allocation.exclude: unknown column 'servce_name'",
+        ),
+        (
+            "[allocation]\nexclude = 'line_id in (select 1)'\n",
+            "allocation.exclude: only a condition over columns is allowed",
         ),
     ],
 )
@@ -167,3 +206,32 @@ def test_pool_attempts_may_select_by_tag(tmp_path: Path) -> None:
         base=tmp_path,
     )
     assert config.pools[0].attempts == "tags['team'] = 'nlp'"
+
+
+def test_inference_is_excluded_by_default_and_the_default_can_be_changed(tmp_path: Path) -> None:
+    from pipeline.config_pools import DEFAULT_EXCLUDE
+
+    assert parse_config({}, base=tmp_path).allocation_exclude == DEFAULT_EXCLUDE
+    assert "AmazonBedrock" in DEFAULT_EXCLUDE and "%Host%" in DEFAULT_EXCLUDE
+    changed = parse_config({"allocation": {"exclude": "service_name = 'X'"}}, base=tmp_path)
+    assert changed.allocation_exclude == "service_name = 'X'"
+    assert parse_config({"allocation": {"exclude": ""}}, base=tmp_path).allocation_exclude == ""
+    assert changed.fingerprint() != parse_config({}, base=tmp_path).fingerprint()
+
+
+def test_every_driver_and_a_cost_weighted_basis_are_accepted(tmp_path: Path) -> None:
+    from pipeline.config_pools import POOL_DRIVERS
+
+    pools = [
+        {"name": driver, "selector": "resource_class = 'credit'", "driver": driver}
+        for driver in POOL_DRIVERS
+    ]
+    pools[-1]["basis"] = "net_cost"
+    config = parse_config({"pools": pools}, base=tmp_path)
+    assert [(pool.driver, pool.basis) for pool in config.pools] == [
+        ("gpu_seconds", "effective_cost"),
+        ("cpu_memory_requested", "effective_cost"),
+        ("attempt_count", "effective_cost"),
+        ("even", "effective_cost"),
+        ("cost_weighted", "net_cost"),
+    ]

@@ -80,7 +80,7 @@ def test_same_seed_same_bytes(tmp_path: Path) -> None:
     write_scenario(tmp_path / "a")
     write_scenario(tmp_path / "b")
     first, second = files_of(tmp_path / "a"), files_of(tmp_path / "b")
-    assert len(first) == 11  # attempt_events.csv included
+    assert len(first) == 12  # attempt_events.csv and pool_costs.csv included
     assert first == second
     write_scenario(tmp_path / "c", seed=8)
     other = files_of(tmp_path / "c")
@@ -155,9 +155,10 @@ def test_every_attempt_is_costed_under_both_models(world: Path) -> None:
     assert all(Decimal(row[basis]) == 0 for row in cancelled for basis in BASES)
 
 
-def test_fully_loaded_adds_exactly_the_two_pools(world: Path) -> None:
-    """Fully loaded minus marginal is, over all attempts, the EKS fee plus the unused plan,
-    plus the EKS node's idle capacity its placed pods take (split unused cost)."""
+def test_fully_loaded_adds_exactly_the_pools(world: Path) -> None:
+    """Fully loaded minus marginal is, over all attempts, what the pools spread plus the EKS
+    node's idle capacity its placed pods take (split unused cost). The EKS fee, the unused plan
+    and the account credit are spread whole; each pool's total is checked from the Parquet."""
     rows = read_csv(world / "expected" / "attempt_costs.csv")
     cost = {(row["attempt_id"], row["allocation_model"]): row for row in rows}
     table = pq.read_table(world / DATA_FILE).to_pylist()
@@ -167,18 +168,24 @@ def test_fully_loaded_adds_exactly_the_two_pools(world: Path) -> None:
 
     eks = [row for row in table if row["line_item_product_code"] == "AmazonEKS"]
     plan = [row for row in table if row["line_item_line_item_type"] == "SavingsPlanRecurringFee"]
+    credit = [row for row in table if row["line_item_line_item_type"] == "Credit"]
     assert sum(money(row, "line_item_unblended_cost") for row in eks) == Decimal("74.4")
+    assert sum(money(row, "line_item_unblended_cost") for row in credit) == Decimal(-250)
     unused_plan = sum(
         money(row, "savings_plan_total_commitment_to_date")
         - money(row, "savings_plan_used_commitment")
         for row in plan
     )
-    pooled = {
-        "billed_cost": sum(money(row, "line_item_unblended_cost") for row in eks + plan),
-        "effective_cost": sum(money(row, "line_item_unblended_cost") for row in eks) + unused_plan,
-        "list_cost": sum(money(row, "pricing_public_on_demand_cost") for row in eks + plan),
-        "net_cost": sum(money(row, "line_item_unblended_cost") for row in eks) + unused_plan,
-    }
+    pools = {row["pool_name"]: row for row in read_csv(world / "expected" / "pool_costs.csv")}
+    assert set(pools) == {
+        "eks-control-plane", "unused-savings-plan", "monitoring", "checkpoint-storage",
+        "account-credits",
+    }  # fmt: skip
+    assert Decimal(pools["eks-control-plane"]["billed_cost"]) == Decimal("74.4")
+    assert Decimal(pools["unused-savings-plan"]["effective_cost"]) == unused_plan
+    assert Decimal(pools["account-credits"]["net_cost"]) == Decimal(-250)
+    # the monitoring node bills 96 h at $0.192; only the 23 h with a running attempt are spread
+    assert Decimal(pools["monitoring"]["effective_cost"]) == 23 * Decimal("0.192")
     idle = [
         row
         for row in read_csv(world / "expected" / "split_costs.csv")
@@ -186,16 +193,15 @@ def test_fully_loaded_adds_exactly_the_two_pools(world: Path) -> None:
     ]
     assert {row["attempt_id"] for row in idle} == {"att-eks-01", "att-eks-02"}
     for basis in BASES:
-        pooled[basis] += sum(Decimal(row[basis]) for row in idle)
-    for basis in BASES:
+        pooled = sum(Decimal(row[basis]) for row in pools.values())
+        pooled += sum(Decimal(row[basis]) for row in idle)
         extra = [
             Decimal(cost[attempt, "fully_loaded"][basis])
             - Decimal(cost[attempt, "marginal"][basis])
             for attempt, model in cost
             if model == "marginal"
         ]
-        assert min(extra) >= 0
-        assert sum(extra) == pooled[basis], basis
+        assert sum(extra) == pooled, basis
 
 
 def test_experiment_rows_add_up_their_attempts(world: Path) -> None:

@@ -152,6 +152,8 @@ def test_all_four_datasets(tmp_path: Path, fmt: str) -> None:
                 "started_at": "2026-10-01T10:00:00-05:00",
                 "ended_at": "2026-10-01T16:00:00Z",
                 "gpu_count": "8",
+                "vcpu_count": "4.5",
+                "memory_gib": "16",
             }
         ],
     )
@@ -191,6 +193,8 @@ def test_all_four_datasets(tmp_path: Path, fmt: str) -> None:
             "started_at": dt.datetime(2026, 10, 1, 15, 0, tzinfo=UTC),
             "ended_at": dt.datetime(2026, 10, 1, 16, 0, tzinfo=UTC),
             "gpu_count": 8,
+            "vcpu_count": 4.5,
+            "memory_gib": 16.0,
         }
     ]
     assert tables["attempt_events"].to_pylist() == [
@@ -383,8 +387,8 @@ def test_extra_column_outside_attempts_is_an_error(tmp_path: Path, fmt: str) -> 
 
     assert message == (
         f"{path}: column host is not in attempt_resources; the allowed columns are "
-        "attempt_id, resource_id, resource_kind, started_at, ended_at, gpu_count: rename or "
-        "remove it"
+        "attempt_id, resource_id, resource_kind, started_at, ended_at, gpu_count, vcpu_count, "
+        "memory_gib: rename or remove it"
     )
 
 

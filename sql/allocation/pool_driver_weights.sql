@@ -1,0 +1,282 @@
+-- Each pool's candidate attempts per spread window, weighted by the pool's driver, with their share of the window.
+-- grain: one row per (pool_order, window_start, window_end, attempt_id) candidate
+-- A candidate is an eligible attempt that ran during the window; queue time (submitted, not started) never counts.
+-- Weights per driver: gpu_seconds = seconds in the window x gpu_count; cpu_memory_requested = the attempt's
+-- share of the window's requested vCPU-seconds plus its share of requested GiB-seconds (attempt_resources);
+-- attempt_count = 1 when the attempt started in the window; even = 1; cost_weighted = the attempt's
+-- attributed cost, in the pool's basis, of lines charged in the window. Only weights above 0 get a share.
+with remainders as (
+    select * from allocation.line_remainders
+),
+
+cost_lines as (
+    select
+        cost_lines.line_id,
+        cost_lines.charge_period_start,
+        cost_lines.charge_period_end,
+        cost_lines.billing_period_start,
+        cost_lines.billing_period_end
+    from normalized.cost_lines as cost_lines
+),
+
+pool_line_matches as (
+    select * from allocation.pool_line_matches
+),
+
+pool_eligible_attempts as (
+    select * from allocation.pool_eligible_attempts
+),
+
+pools as (
+    select * from config.pools
+),
+
+line_attributions as (
+    select * from attribution.line_attributions
+),
+
+attempts as (
+    select
+        attempts.attempt_id,
+        attempts.experiment_id,
+        attempts.started_at,
+        attempts.ended_at,
+        attempts.gpu_count
+    from staging.attempts as attempts
+    where attempts.started_at is not null
+),
+
+resource_requests as (
+    select
+        attempt_resources.attempt_id,
+        attempt_resources.started_at,
+        attempt_resources.ended_at,
+        attempt_resources.vcpu_count,
+        attempt_resources.memory_gib
+    from staging.attempt_resources as attempt_resources
+    where attempt_resources.vcpu_count > 0 or attempt_resources.memory_gib > 0
+),
+
+pool_windows as (
+    select distinct
+        pools.pool_order,
+        pools.pool_name,
+        pools.driver,
+        pools.basis,
+        case
+            when pools.spread = 'billing_period' then cost_lines.billing_period_start
+            else cost_lines.charge_period_start
+        end as window_start,
+        case
+            when pools.spread = 'billing_period' then cost_lines.billing_period_end
+            else cost_lines.charge_period_end
+        end as window_end
+    from remainders
+    inner join pool_line_matches
+        on remainders.line_id = pool_line_matches.line_id and pool_line_matches.first_match
+    inner join pools on pool_line_matches.pool_order = pools.pool_order
+    inner join cost_lines on remainders.line_id = cost_lines.line_id
+    where remainders.unallocated_reason <> 'excluded_inference'
+),
+
+candidates as (
+    select
+        pool_windows.*,
+        attempts.attempt_id,
+        attempts.experiment_id,
+        attempts.started_at,
+        attempts.ended_at,
+        attempts.gpu_count,
+        epoch_us(least(pool_windows.window_end, coalesce(attempts.ended_at, pool_windows.window_end)))
+        - epoch_us(greatest(pool_windows.window_start, attempts.started_at)) as overlap_us
+    from pool_windows
+    inner join pool_eligible_attempts on pool_windows.pool_order = pool_eligible_attempts.pool_order
+    inner join attempts on pool_eligible_attempts.attempt_id = attempts.attempt_id
+    where
+        attempts.started_at < pool_windows.window_end
+        and coalesce(attempts.ended_at, pool_windows.window_end) > pool_windows.window_start
+),
+
+held_requests as (
+    -- microseconds each resource row of a candidate was held inside the window; a row without
+    -- times holds for the attempt's own interval
+    select
+        candidates.pool_order,
+        candidates.window_start,
+        candidates.window_end,
+        candidates.attempt_id,
+        -- exact decimals, so the sums (and the shares) do not depend on summation order
+        cast(resource_requests.vcpu_count as decimal(38, 6)) as vcpu_count,
+        cast(resource_requests.memory_gib as decimal(38, 6)) as memory_gib,
+        greatest(
+            epoch_us(
+                least(
+                    candidates.window_end,
+                    coalesce(resource_requests.ended_at, candidates.ended_at, candidates.window_end)
+                )
+            )
+            - epoch_us(
+                greatest(
+                    candidates.window_start,
+                    coalesce(resource_requests.started_at, candidates.started_at)
+                )
+            ),
+            0
+        ) as held_us
+    from candidates
+    inner join resource_requests on candidates.attempt_id = resource_requests.attempt_id
+    where candidates.driver = 'cpu_memory_requested'
+),
+
+requested as (
+    -- vCPU- and GiB-microseconds each candidate requested inside the window
+    select
+        held_requests.pool_order,
+        held_requests.window_start,
+        held_requests.window_end,
+        held_requests.attempt_id,
+        sum(held_requests.held_us * coalesce(held_requests.vcpu_count, 0)) as vcpu_us,
+        sum(held_requests.held_us * coalesce(held_requests.memory_gib, 0)) as memory_us
+    from held_requests
+    group by
+        held_requests.pool_order,
+        held_requests.window_start,
+        held_requests.window_end,
+        held_requests.attempt_id
+),
+
+request_totals as (
+    select
+        requested.pool_order,
+        requested.window_start,
+        requested.window_end,
+        sum(requested.vcpu_us) as vcpu_us,
+        sum(requested.memory_us) as memory_us
+    from requested
+    group by requested.pool_order, requested.window_start, requested.window_end
+),
+
+attempt_line_costs as (
+    select
+        line_attributions.attempt_id,
+        cost_lines.charge_period_start,
+        cost_lines.charge_period_end,
+        line_attributions.billed_cost,
+        line_attributions.effective_cost,
+        line_attributions.list_cost,
+        line_attributions.net_cost
+    from line_attributions
+    inner join cost_lines on line_attributions.line_id = cost_lines.line_id
+    where line_attributions.attempt_id is not null
+),
+
+attributed_costs as (
+    -- cost_weighted: each candidate's attributed cost, in the pool's basis, of the lines
+    -- charged inside the window (the marginal model's slices)
+    select
+        candidates.pool_order,
+        candidates.window_start,
+        candidates.window_end,
+        candidates.attempt_id,
+        sum(
+            case candidates.basis
+                when 'billed_cost' then attempt_line_costs.billed_cost
+                when 'list_cost' then attempt_line_costs.list_cost
+                when 'net_cost' then attempt_line_costs.net_cost
+                else attempt_line_costs.effective_cost
+            end
+        ) as attributed_cost
+    from candidates
+    inner join attempt_line_costs
+        on
+            candidates.attempt_id = attempt_line_costs.attempt_id
+            and candidates.window_end > attempt_line_costs.charge_period_start
+            and candidates.window_start < attempt_line_costs.charge_period_end
+    where candidates.driver = 'cost_weighted'
+    group by
+        candidates.pool_order, candidates.window_start, candidates.window_end, candidates.attempt_id
+),
+
+weighted as (
+    select
+        candidates.pool_order,
+        candidates.pool_name,
+        candidates.driver,
+        candidates.window_start,
+        candidates.window_end,
+        candidates.attempt_id,
+        candidates.experiment_id,
+        -- weights are DECIMAL: summed exactly, the same shares on every run
+        cast(
+            case candidates.driver
+                when 'gpu_seconds'
+                    then
+                        cast(candidates.overlap_us * coalesce(candidates.gpu_count, 0) as decimal(38, 0))
+                        * cast(0.000001 as decimal(38, 6))
+                when 'cpu_memory_requested'
+                    then
+                        coalesce(requested.vcpu_us / nullif(request_totals.vcpu_us, 0), 0)
+                        + coalesce(requested.memory_us / nullif(request_totals.memory_us, 0), 0)
+                when 'attempt_count'
+                    then case when candidates.started_at >= candidates.window_start then 1 else 0 end
+                when 'cost_weighted' then coalesce(attributed_costs.attributed_cost, 0)
+                else 1
+            end as decimal(38, 12)
+        ) as weight
+    from candidates
+    left join requested
+        on
+            candidates.pool_order = requested.pool_order
+            and candidates.window_start = requested.window_start
+            and candidates.window_end = requested.window_end
+            and candidates.attempt_id = requested.attempt_id
+    left join request_totals
+        on
+            candidates.pool_order = request_totals.pool_order
+            and candidates.window_start = request_totals.window_start
+            and candidates.window_end = request_totals.window_end
+    left join attributed_costs
+        on
+            candidates.pool_order = attributed_costs.pool_order
+            and candidates.window_start = attributed_costs.window_start
+            and candidates.window_end = attributed_costs.window_end
+            and candidates.attempt_id = attributed_costs.attempt_id
+),
+
+window_totals as (
+    -- the largest weight (ties: smallest attempt_id) takes each line's rounding remainder
+    select
+        weighted.pool_order,
+        weighted.window_start,
+        weighted.window_end,
+        sum(weighted.weight) filter (where weighted.weight > 0) as total_weight,
+        arg_min(weighted.attempt_id, (-weighted.weight, weighted.attempt_id)) filter (
+            where weighted.weight > 0
+        ) as first_attempt_id
+    from weighted
+    group by weighted.pool_order, weighted.window_start, weighted.window_end
+),
+
+final as (
+    select
+        weighted.pool_order,
+        weighted.pool_name,
+        weighted.driver,
+        weighted.window_start,
+        weighted.window_end,
+        weighted.attempt_id,
+        weighted.experiment_id,
+        weighted.weight,
+        case
+            when weighted.weight > 0 then weighted.weight / window_totals.total_weight
+        end as share,
+        coalesce(weighted.attempt_id = window_totals.first_attempt_id, false) as takes_remainder
+    from weighted
+    inner join window_totals
+        on
+            weighted.pool_order = window_totals.pool_order
+            and weighted.window_start = window_totals.window_start
+            and weighted.window_end = window_totals.window_end
+)
+
+select * from final
