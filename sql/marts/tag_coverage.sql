@@ -2,36 +2,46 @@
 -- grain: one row per (provider, billing_period, billing_account_id, sub_account_id, service_name, billing_currency)
 -- A line counts as tagged when its tag has a non-empty value, known to telemetry or not. Split cost
 -- rows are not in the bill, so pod labels do not count here: only tags on the billed lines do.
+-- Only lines that can carry a resource's tags count: usage, and discounts on a resource (which
+-- mirror its usage lines). Tax, purchases and account-level credits carry none, and an untagged
+-- account credit would push a share above 1.
 with cost_lines as (
     select * from normalized.cost_lines
 ),
 
+usage_lines as (
+    select cost_lines.* from cost_lines
+    where
+        cost_lines.charge_category = 'Usage'
+        or (cost_lines.charge_category = 'Credit' and cost_lines.resource_id is not null)
+),
+
 grouped as (
     select
-        cost_lines.provider,
-        cost_lines.billing_period,
-        cost_lines.billing_account_id,
-        cost_lines.sub_account_id,
-        cost_lines.service_name,
-        cost_lines.billing_currency,
+        usage_lines.provider,
+        usage_lines.billing_period,
+        usage_lines.billing_account_id,
+        usage_lines.sub_account_id,
+        usage_lines.service_name,
+        usage_lines.billing_currency,
         count(*) as cost_lines,
-        count(*) filter (where cost_lines.attempt_tag is not null) as attempt_tagged_lines,
-        count(*) filter (where cost_lines.experiment_tag is not null) as experiment_tagged_lines,
-        sum(cost_lines.effective_cost) as total_cost,
+        count(*) filter (where usage_lines.attempt_tag is not null) as attempt_tagged_lines,
+        count(*) filter (where usage_lines.experiment_tag is not null) as experiment_tagged_lines,
+        sum(usage_lines.effective_cost) as total_cost,
         coalesce(
-            sum(cost_lines.effective_cost) filter (where cost_lines.attempt_tag is not null), 0
+            sum(usage_lines.effective_cost) filter (where usage_lines.attempt_tag is not null), 0
         ) as attempt_tagged_cost,
         coalesce(
-            sum(cost_lines.effective_cost) filter (where cost_lines.experiment_tag is not null), 0
+            sum(usage_lines.effective_cost) filter (where usage_lines.experiment_tag is not null), 0
         ) as experiment_tagged_cost
-    from cost_lines
+    from usage_lines
     group by
-        cost_lines.provider,
-        cost_lines.billing_period,
-        cost_lines.billing_account_id,
-        cost_lines.sub_account_id,
-        cost_lines.service_name,
-        cost_lines.billing_currency
+        usage_lines.provider,
+        usage_lines.billing_period,
+        usage_lines.billing_account_id,
+        usage_lines.sub_account_id,
+        usage_lines.service_name,
+        usage_lines.billing_currency
 ),
 
 final as (

@@ -130,18 +130,21 @@ def coverage(config: Path) -> dict[str, dict[str, Any]]:
 def test_tag_coverage_per_service(published: Path) -> None:
     rows = coverage(published)
     assert sorted(rows) == [
-        "AmazonBedrock", "AmazonEC2", "AmazonEKS", "AmazonS3", "AmazonSageMaker",
-        "ComputeSavingsPlans",
-    ]  # fmt: skip
+        "AmazonBedrock",
+        "AmazonEC2",
+        "AmazonEKS",
+        "AmazonS3",
+        "AmazonSageMaker",
+    ]  # fmt: skip: the Savings Plan fee is a purchase, not usage, so it is not counted
     ec2 = rows["AmazonEC2"]
     assert ec2["attempt_tagged_lines"] == 52
     # an unknown attempt tag counts: the smoke test's att-manual-smoke has no experiment tag
     # ($0.8045), and the kept RL volume has only an experiment tag ($1.03224)
     assert ec2["attempt_tagged_cost"] - ec2["experiment_tagged_cost"] == Decimal("-0.22774")
-    # the account credit (-$250, untagged, on AmazonEC2) lowers the service total below the
-    # tagged cost, so the share is above 1
-    assert ec2["total_cost"] == Decimal("288.485852")
-    assert ec2["attempt_tagged_share"] == Decimal("1.2104847520")
+    # the account credit (-$250, no resource) and EC2's tax ($28.10) carry no tags and do not count
+    assert ec2["total_cost"] == Decimal("510.385852")
+    assert ec2["attempt_tagged_cost"] == Decimal("349.207725")
+    assert ec2["attempt_tagged_share"] == Decimal("0.6842033799")
     eks = rows["AmazonEKS"]
     assert (eks["total_cost"], eks["attempt_tagged_cost"]) == (Decimal("74.4"), 0)
     assert eks["attempt_tagged_share"] == 0
@@ -169,8 +172,8 @@ def test_zero_total_has_no_share(tmp_path: Path) -> None:
         "create table normalized.cost_lines as select 'aws' as provider, '2026-10' as "
         "billing_period, 'p' as billing_account_id, 'a' as sub_account_id, 'AWSSupport' as "
         "service_name, 'USD' as billing_currency, 'att-1' as attempt_tag, "
-        "cast(null as varchar) as experiment_tag, cast(v as decimal(38, 10)) as effective_cost "
-        "from (values (5), (-5)) as t(v)"
+        "cast(null as varchar) as experiment_tag, cast(v as decimal(38, 10)) as effective_cost, "
+        "'Usage' as charge_category, 'r-1' as resource_id from (values (5), (-5)) as t(v)"
     )
     row = con.execute(f"select * from ({model.sql})").fetchone()
     names = [column[0] for column in con.description]
