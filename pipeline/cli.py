@@ -176,3 +176,7 @@ main.add_command(report)
 from pipeline.cli_check import check  # noqa: E402
 
 main.add_command(check)
+
+from pipeline.cli_diff import diff  # noqa: E402
+
+main.add_command(diff)

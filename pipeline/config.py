@@ -9,6 +9,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pipeline.config_periods import SECTIONS as PERIOD_SECTIONS
+from pipeline.config_periods import WAREHOUSE_KEYS as PERIOD_WAREHOUSE_KEYS
+from pipeline.config_periods import PeriodSettings, parse_period_settings
 from pipeline.config_pools import Pool, parse_pools
 from pipeline.errors import ConfigError
 
@@ -60,6 +63,7 @@ class Config:
     aws_endpoint_url: str | None = None
     aws_region: str | None = None
     economics: Economics = field(default_factory=Economics)
+    periods: PeriodSettings = field(default_factory=PeriodSettings)
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def fingerprint(self) -> str:
@@ -72,13 +76,22 @@ class Config:
                 self.resource_time,
                 self.pools,
                 self.economics,
+                self.periods.prices,
+                self.periods.gcp_settle_days,
             )
         )
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 _SECTIONS: dict[str, set[str]] = {
-    "warehouse": {"path", "memory_limit", "threads", "lock_timeout_seconds", "raw_retention_days"},
+    "warehouse": {
+        "path",
+        "memory_limit",
+        "threads",
+        "lock_timeout_seconds",
+        "raw_retention_days",
+        *PERIOD_WAREHOUSE_KEYS,
+    },
     "aws": {"exports", "endpoint_url", "region"},
     "telemetry": {"path", "sources", "on_error", "keep_published"},
     "attribution": {"attempt_tag_keys", "experiment_tag_keys", "resource_time"},
@@ -90,6 +103,7 @@ _SECTIONS: dict[str, set[str]] = {
         "waste_idle_hours",
         "stale_checkpoint_days",
     },
+    **PERIOD_SECTIONS,
 }
 
 
@@ -222,6 +236,7 @@ def parse_config(data: dict[str, Any], base: Path, path: Path | None = None) -> 
         aws_endpoint_url=endpoint_url,
         aws_region=region,
         economics=_parse_economics(data.get("economics", {}), where),
+        periods=parse_period_settings(data, base, where),
         raw=data,
     )
 
