@@ -56,7 +56,7 @@ def diff(
     earlier, later = resolve_pair(warehouse, run_a, run_b)
     query = (
         f"select {', '.join(COLUMNS)} from marts.cost_changes where allocation_model = ? "
-        "order by change_level desc, experiment_id, attempt_id"
+        "order by change_level, experiment_id, attempt_id"
     )
     with tempfile.TemporaryDirectory(prefix="runcost-diff-") as scratch:
         con = cost_changes_between(earlier, later, Path(scratch))

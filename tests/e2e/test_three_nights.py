@@ -251,3 +251,74 @@ def test_a_rerun_on_the_same_inputs_publishes_nothing(nights: dict[int, Any]) ->
     again = run_pipeline(load_config(root / "runcost.toml"), now=CLOCKS[3])
     assert again.status == "unchanged"
     assert _capture(again)["changes"] == nights[3]["changes"]
+
+
+def test_runcost_diff_prints_the_published_cost_changes(nights: dict[int, Any]) -> None:
+    import csv
+    import io
+
+    from click.testing import CliRunner
+
+    from pipeline.cli import main
+
+    config = str(nights[0] / "runcost.toml")
+    result = CliRunner().invoke(main, ["diff", "--config", config, "--format", "csv"])
+    assert result.exit_code == 0, result.output
+    rows = list(csv.DictReader(io.StringIO(result.output)))
+    assert [
+        (row["attempt_id"] or row["experiment_id"], Decimal(row["change"]), row["reasons"])
+        for row in rows
+    ] == [
+        (name, change, reasons) for name, _p, _t, change, _ps, _s, reasons in nights[3]["changes"]
+    ]
+
+
+def test_runcost_diff_between_any_two_kept_runs(nights: dict[int, Any]) -> None:
+    import json as json_module
+
+    from click.testing import CliRunner
+
+    from pipeline.cli import main
+
+    first, last = nights[1]["result"].run_id, nights[3]["result"].run_id
+    config = str(nights[0] / "runcost.toml")
+    result = CliRunner().invoke(main, ["diff", first, last, "--config", config, "--format", "json"])
+    assert result.exit_code == 0, result.output
+    rows = json_module.loads(result.output)
+    truth = ground_truth()
+    # from the first night's estimates straight to the final bill
+    assert [
+        (row["attempt_id"] or row["experiment_id"], Decimal(str(row["change"])), row["reasons"])
+        for row in rows
+    ] == [
+        ("a1", truth["a1"] - D("12.00"), "estimate_replaced"),
+        ("a2", truth["a2"] - D("12.00"), "estimate_replaced"),
+        ("b1", truth["b1"] - D("128.00"), "estimate_replaced"),
+        ("exp-a", truth["a1"] + truth["a2"] - D("24.00"), "estimate_replaced"),
+        ("exp-b", truth["b1"] - D("128.00"), "estimate_replaced"),
+    ]
+
+
+def test_runcost_sql_as_of_a_date(nights: dict[int, Any]) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from click.testing import CliRunner
+
+    from pipeline.cli import main
+
+    config = str(nights[0] / "runcost.toml")
+    today = datetime.now(UTC).date()
+    query = "select run_id from main.runcost_snapshot"
+    runner = CliRunner()
+    result = runner.invoke(
+        main, ["sql", query, "--config", config, "--as-of", today.isoformat(), "--format", "csv"]
+    )
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines() == ["run_id", nights[3]["result"].run_id]
+    assert "INFO: as of " in result.stderr
+    before = (today - timedelta(days=1)).isoformat()
+    result = runner.invoke(main, ["sql", query, "--config", config, "--as-of", before])
+    assert result.exit_code == 1
+    assert f"no kept snapshot was current at the end of {before} (UTC): the oldest kept " in (
+        " ".join(result.output.split())
+    )
