@@ -152,7 +152,7 @@ def publish(
         sync_directory(snapshots)
         reached("publish:database")
         temporary.unlink(missing_ok=True)
-        write_views(temporary, folder, contents, record)
+        _write_views(temporary, folder, contents, record)
         sync_file(temporary)
     except (OSError, duckdb.Error) as error:
         _discard(staging, temporary)
@@ -216,6 +216,12 @@ def write_views(
     path: Path, folder: Path, contents: list[TableContent], record: dict[str, object]
 ) -> None:
     """A DuckDB file at ``path`` with one view per published table over ``folder``."""
+    _write_views(path, folder, contents, record)
+
+
+def _write_views(
+    path: Path, folder: Path, contents: list[TableContent], record: dict[str, object]
+) -> None:
     views = duckdb.connect(str(path))
     try:
         for schema in sorted({table.name.split(".", 1)[0] for table in contents}):
