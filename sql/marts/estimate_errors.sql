@@ -107,19 +107,37 @@ windows as (
     from previous_errors
 ),
 
-billed_slices as (
+window_resources as (
+    select distinct
+        windows.attempt_id,
+        windows.resource_id
+    from windows
+),
+
+attempt_slices as (
+    -- only the slices of estimated attempts and instances: a few, whatever the bill's size
     select
+        cost_allocations.line_id,
         cost_allocations.attempt_id,
         cost_allocations.resource_id,
         cost_allocations.charge_period_start,
         cost_allocations.charge_period_end,
         cost_allocations.billed_cost
     from cost_allocations
-    inner join cost_lines on cost_allocations.line_id = cost_lines.line_id
+    inner join window_resources
+        on
+            cost_allocations.attempt_id = window_resources.attempt_id
+            and cost_allocations.resource_id = window_resources.resource_id
     where
         cost_allocations.allocation_model = 'marginal'
         and cost_allocations.allocation_kind = 'attributed'
-        and cost_lines.resource_class = 'compute'
+),
+
+billed_slices as (
+    select attempt_slices.*
+    from attempt_slices
+    inner join cost_lines on attempt_slices.line_id = cost_lines.line_id
+    where cost_lines.resource_class = 'compute'
 ),
 
 billed as (

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 from decimal import Decimal
 
 import pytest
-from builders import at, cur_line, rebuild, records
+from builders import at, cur_line, model, rebuild, records
 
 from pipeline.history import set_clock
 
@@ -145,3 +145,35 @@ def test_a_config_price_wins_over_the_bill(build):
         {"billed_cost": D(2), "unbilled_hours": 1.5, "unbilled_estimate": D("2.25"),
          "cost_status": "estimated", "is_final": False},
     ]  # fmt: skip
+
+
+def test_invoice_totals_follow_each_invoice_when_a_period_has_several(build):
+    lines = [
+        cur_line(bill_invoice_id="INV-A", line_item_unblended_cost=3.0, **{
+            "resource_tags": {"user_attempt_id": "a1"}}),
+        cur_line(bill_invoice_id="INV-A", line_item_unblended_cost=1.5),
+        cur_line(bill_invoice_id="INV-MP", line_item_unblended_cost=7.25),
+    ]  # fmt: skip
+    con, report = build(lines, ATTEMPTS[:1], ())
+    assert report.check_failures == []
+    assert records(
+        con,
+        "select invoice_id, period_status, cost_lines, export_total, marginal_total, "
+        "fully_loaded_total from marts.invoice_totals order by invoice_id",
+    ) == [
+        {"invoice_id": "INV-A", "period_status": "final", "cost_lines": 2,
+         "export_total": D("4.5"), "marginal_total": D("4.5"), "fully_loaded_total": D("4.5")},
+        {"invoice_id": "INV-MP", "period_status": "final", "cost_lines": 1,
+         "export_total": D("7.25"), "marginal_total": D("7.25"), "fully_loaded_total": D("7.25")},
+    ]  # fmt: skip
+
+
+def test_invoice_tie_out_fails_on_an_invoice_file_amount(build):
+    con, _report = build([cur_line(bill_invoice_id="INV-A", line_item_unblended_cost=3.0)])
+    con.execute("insert into raw.invoices values ('INV-A', 3.01, 'USD', 2)")
+    rebuild(con, "marts.invoice_totals")
+    rows = records(con, f"select * from ({model('checks.invoice_tie_out').sql})")
+    assert [(row["invoice_id"], row["export_total"], row["invoice_amount"]) for row in rows] == [
+        ("INV-A", D("3"), D("3.01"))
+    ]
+    assert rows[0]["invoice_difference"] == D("-0.01")
