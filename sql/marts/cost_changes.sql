@@ -75,8 +75,9 @@ snapshot_state as (
     select
         snapshot_pairs.previous_run_id,
         snapshot_pairs.previous_run_id is not null as has_previous,
-        snapshot_pairs.previous_run_id is not null
-        and coalesce(snapshot_pairs.previous_fingerprint, '') <> coalesce(snapshot_pairs.config_fingerprint, '')
+        -- a snapshot from before config.periods has no fingerprint: not counted as a change
+        snapshot_pairs.previous_fingerprint is not null
+        and snapshot_pairs.previous_fingerprint <> coalesce(snapshot_pairs.config_fingerprint, '')
             as config_changed
     from snapshot_pairs
 ),
@@ -176,7 +177,11 @@ attempt_pairs as (
         attempt_costs.billed_cost,
         coalesce(previous_attempt_costs.unbilled_estimate, 0) as previous_unbilled_estimate,
         attempt_costs.unbilled_estimate,
-        previous_attempt_costs.cost_status as previous_cost_status,
+        -- snapshots from before estimates have no cost_status: everything in them was billed
+        case
+            when previous_attempt_costs.attempt_id is not null
+                then coalesce(previous_attempt_costs.cost_status, 'billed')
+        end as previous_cost_status,
         attempt_costs.cost_status
     from attempt_costs
     full outer join previous_attempt_costs
@@ -258,7 +263,10 @@ experiment_pairs as (
         experiment_costs.billed_cost,
         coalesce(previous_experiment_costs.unbilled_estimate, 0) as previous_unbilled_estimate,
         experiment_costs.unbilled_estimate,
-        previous_experiment_costs.cost_status as previous_cost_status,
+        case
+            when previous_experiment_costs.experiment_id is not null
+                then coalesce(previous_experiment_costs.cost_status, 'billed')
+        end as previous_cost_status,
         experiment_costs.cost_status
     from experiment_costs
     full outer join previous_experiment_costs

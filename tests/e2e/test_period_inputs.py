@@ -94,3 +94,33 @@ def test_estimates_stop_at_the_clock_when_telemetry_runs_ahead(tmp_path: Path) -
         ]
     finally:
         con.close()
+
+
+def test_a_snapshot_from_before_run_history_lists_nothing_as_moved(tmp_path: Path) -> None:
+    import json
+
+    from pipeline.snapshots import SNAPSHOT_RECORD, current_snapshot
+
+    config = write_night(tmp_path, 3)
+    run_pipeline(config, now=CLOCKS[3])
+    # make the current snapshot look like one an older runcost published
+    record_path = Path(current_snapshot(config.warehouse)["snapshot"]) / SNAPSHOT_RECORD
+    record = json.loads(record_path.read_text(encoding="utf-8"))
+    for name in ("config.periods", "normalized.billing_periods", "marts.cost_estimates"):
+        del record["tables"][name]
+    for name in ("marts.attempt_costs", "marts.experiment_costs"):
+        entry = record["tables"][name]
+        entry["columns"] = [
+            column
+            for column in entry["columns"]
+            if column[0] not in ("unbilled_estimate", "cost_status")
+        ]
+    record_path.write_text(json.dumps(record), encoding="utf-8")
+
+    result = run_pipeline(config, now=CLOCKS[3])
+    assert result.status == "published"
+    con = duckdb.connect(str(result.database), read_only=True)
+    try:
+        assert con.execute("select count(*) from marts.cost_changes").fetchone() == (0,)
+    finally:
+        con.close()
