@@ -180,3 +180,7 @@ main.add_command(check)
 from pipeline.cli_explain import explain  # noqa: E402
 
 main.add_command(explain)
+
+from pipeline.cli_diff import diff  # noqa: E402
+
+main.add_command(diff)

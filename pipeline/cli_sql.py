@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 import sys
+import tempfile
+from datetime import datetime
 from pathlib import Path
 from typing import TextIO
 
@@ -10,7 +13,9 @@ import click
 import duckdb
 from rich.table import Table
 
+from pipeline.as_of import snapshot_as_of, write_snapshot_database
 from pipeline.cli_common import config_option, console, reports_errors
+from pipeline.config import load_config
 from pipeline.errors import RuncostError
 from pipeline.report.access import check_read_only, open_snapshot, published_database
 from pipeline.report.results import (
@@ -59,6 +64,14 @@ _NUMERIC_TYPES += ("TINYINT", "HUGEINT", "UBIGINT", "UINTEGER", "USMALLINT", "UT
     default=None,
     help="Write the result to this file instead of standard output.",
 )
+@click.option(
+    "--as-of",
+    "as_of",
+    type=click.DateTime(formats=["%Y-%m-%d"]),
+    default=None,
+    help="Read the snapshot that was current at the end of this UTC date (YYYY-MM-DD) instead "
+    "of the current one; kept for warehouse.snapshot_retention_days.",
+)
 @reports_errors
 def sql(
     query: str | None,
@@ -67,6 +80,7 @@ def sql(
     database: Path | None,
     output_format: str | None,
     output: Path | None,
+    as_of: datetime | None,
 ) -> None:
     """Run one read-only SQL QUERY (or --file) against the published snapshot.
 
@@ -79,7 +93,22 @@ def sql(
     text = query if query is not None else query_file.read()  # type: ignore[union-attr]
     output_format = _resolve_format(output_format, output)
     check_read_only(text)
-    con = open_snapshot(published_database(config_path, database))
+    if as_of is None:
+        _query(published_database(config_path, database), text, output_format, output)
+        return
+    warehouse = database.parent if database else load_config(config_path).warehouse
+    folder = snapshot_as_of(warehouse, as_of.date())
+    logging.getLogger("runcost").info(
+        "as of %s: reading snapshot %s", as_of.date().isoformat(), folder.name
+    )
+    with tempfile.TemporaryDirectory(prefix="runcost-as-of-") as scratch:
+        path = Path(scratch) / DATABASE_NAME
+        write_snapshot_database(folder, path)
+        _query(path, text, output_format, output)
+
+
+def _query(database: Path, text: str, output_format: str, output: Path | None) -> None:
+    con = open_snapshot(database)
     try:
         _run(con, text, output_format, output)
     except duckdb.Error as error:

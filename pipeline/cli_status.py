@@ -214,12 +214,17 @@ def _periods(warehouse: Path) -> list[dict[str, Any]]:
     try:
         con.execute(f"attach '{str(database).replace(chr(39), chr(39) * 2)}' as served (read_only)")
         con.execute("use served")
-        rows = con.execute(
+        query = (
             "select billing_period, provider, billing_account_id, billing_currency, "
-            "bool_and(invoiced), sum(bill_total), sum(cost_lines) from marts.reconciliation "
+            "bool_and(invoiced), sum(bill_total), sum(cost_lines), {status} "
+            "from marts.reconciliation "
             "where cost_basis = 'billed_cost' and allocation_model = 'marginal' "
             "group by all order by all"
-        ).fetchall()
+        )
+        try:
+            rows = con.execute(query.format(status="min(period_status)")).fetchall()
+        except duckdb.Error:  # a snapshot published before billing period statuses
+            rows = con.execute(query.format(status="null")).fetchall()
     except duckdb.Error:
         return []
     finally:
@@ -231,10 +236,11 @@ def _periods(warehouse: Path) -> list[dict[str, Any]]:
             "billing_account_id": account,
             "billing_currency": currency,
             "final": bool(invoiced),
+            "period_status": status or ("final" if invoiced else "open"),
             "billed_cost": str(total),
             "cost_lines": lines,
         }
-        for period, provider, account, currency, invoiced, total, lines in rows
+        for period, provider, account, currency, invoiced, total, lines, status in rows
     ]
 
 
@@ -303,7 +309,7 @@ def _print_status(console: Console, found: dict[str, Any]) -> None:
             highlight=False,
         )
     if found["periods"]:
-        table = Table(title="Billing periods (final: invoiced; open: estimated, may change)")
+        table = Table(title="Billing periods (final: invoiced; open, provisional: may change)")
         for name in ("period", "provider", "account", "currency", "status", "billed", "lines"):
             table.add_column(name, justify="right" if name in ("billed", "lines") else "left")
         for item in found["periods"]:
@@ -312,7 +318,7 @@ def _print_status(console: Console, found: dict[str, Any]) -> None:
                 item["provider"],
                 item["billing_account_id"],
                 item["billing_currency"],
-                "final" if item["final"] else "open",
+                item["period_status"],
                 f"{Decimal(item['billed_cost']):,.2f}",
                 str(item["cost_lines"]),
             )

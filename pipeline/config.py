@@ -11,6 +11,9 @@ from typing import Any
 
 from pipeline.config_focus import FocusSource, parse_focus
 from pipeline.config_gcp import GcpSettings, parse_gcp
+from pipeline.config_periods import SECTIONS as PERIOD_SECTIONS
+from pipeline.config_periods import WAREHOUSE_KEYS as PERIOD_WAREHOUSE_KEYS
+from pipeline.config_periods import PeriodSettings, parse_period_settings
 from pipeline.config_pools import DEFAULT_EXCLUDE, Pool, parse_allocation, parse_pools
 from pipeline.config_values import is_url, string_list
 from pipeline.errors import ConfigError
@@ -66,6 +69,7 @@ class Config:
     aws_region: str | None = None
     economics: Economics = field(default_factory=Economics)
     gcp: GcpSettings = field(default_factory=GcpSettings)
+    periods: PeriodSettings = field(default_factory=PeriodSettings)
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def fingerprint(self) -> str:
@@ -75,21 +79,29 @@ class Config:
                 self.aws_exports,
                 self.gcp.tables,
                 self.gcp.files,
+                self.focus_sources,
                 self.attempt_tag_keys,
                 self.experiment_tag_keys,
                 self.resource_time,
                 self.pools,
                 self.allocation_exclude,
                 self.economics,
+                self.periods.prices,
+                self.periods.gcp_settle_days,
             )
         )
-        if self.focus_sources:  # appended only when set: fingerprints of other configs stay put
-            text += repr(self.focus_sources)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 _SECTIONS: dict[str, set[str]] = {
-    "warehouse": {"path", "memory_limit", "threads", "lock_timeout_seconds", "raw_retention_days"},
+    "warehouse": {
+        "path",
+        "memory_limit",
+        "threads",
+        "lock_timeout_seconds",
+        "raw_retention_days",
+        *PERIOD_WAREHOUSE_KEYS,
+    },
     "aws": {"exports", "endpoint_url", "region"},
     "gcp": {"files", "tables", "billing_project", "window_days", "start_date", "api_endpoint"},
     "telemetry": {"path", "sources", "on_error", "keep_published"},
@@ -102,6 +114,7 @@ _SECTIONS: dict[str, set[str]] = {
         "waste_idle_hours",
         "stale_checkpoint_days",
     },
+    **PERIOD_SECTIONS,
 }
 
 
@@ -236,6 +249,7 @@ def parse_config(data: dict[str, Any], base: Path, path: Path | None = None) -> 
         aws_region=region,
         economics=_parse_economics(data.get("economics", {}), where),
         gcp=parse_gcp(data.get("gcp", {}), base, where),
+        periods=parse_period_settings(data, base, where),
         raw=data,
     )
 

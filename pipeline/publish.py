@@ -108,6 +108,7 @@ def publish(
     run_id: str,
     contents: list[TableContent] | None = None,
     checkpoint: Checkpoint | None = None,
+    retention_days: int = 0,
 ) -> Snapshot:
     """Write the snapshot beside the current one and make it current in one atomic step.
 
@@ -163,7 +164,7 @@ def publish(
         sync_directory(warehouse)
         write_current(warehouse, run_id, folder)
         reached("publish:prune")
-        prune(snapshots, keep=KEEP_SNAPSHOTS, current=run_id)
+        prune(snapshots, keep=KEEP_SNAPSHOTS, current=run_id, retention_days=retention_days)
     except OSError as error:  # published already: the next run's recover() finishes the job
         log.warning(
             "snapshot %s is current, but updating CURRENT or pruning failed: %s; the next run "
@@ -209,6 +210,13 @@ def _parquet_query(table: TableContent) -> str:
 def _relative_path(table: TableContent) -> Path:
     schema, name = table.name.split(".", 1)
     return Path(schema) / (name if table.partition_by else f"{name}.parquet")
+
+
+def write_views(
+    path: Path, folder: Path, contents: list[TableContent], record: dict[str, object]
+) -> None:
+    """A DuckDB file at ``path`` with one view per published table over ``folder``."""
+    _write_views(path, folder, contents, record)
 
 
 def _write_views(

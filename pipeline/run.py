@@ -18,13 +18,27 @@ import duckdb
 from pipeline import __version__
 from pipeline.config import Config
 from pipeline.errors import CheckFailed
+from pipeline.history import load_previous, previous_folder, register_deliveries, set_clock
 from pipeline.ingest.aws_cur2 import Delivery, ingest_aws_exports
 from pipeline.ingest.focus_files import ingest_focus_files
 from pipeline.ingest.gcp_bigquery import ingest_gcp_tables
 from pipeline.ingest.gcp_files import ingest_gcp_files
+from pipeline.invoices import check_invoice_currencies, load_invoices
 from pipeline.lock import WarehouseLock
 from pipeline.pools import log_pool_warnings, pool_models
 from pipeline.publish import publish, snapshot_hash, table_contents
+from pipeline.run_record import (
+    HISTORY_TABLES,
+    code_hash,
+    config_hash,
+    delivery_record,
+    estimate_summary,
+    file_checksum,
+    note_clock_skew,
+    period_statuses,
+    served_history,
+    totals,
+)
 from pipeline.runner import BuildReport, Model, build, discover
 from pipeline.settings import write_settings
 from pipeline.snapshots import (
@@ -88,9 +102,15 @@ def run_pipeline(
     config: Config,
     progress: Progress | None = None,
     on_event: Callable[[RunEvent], None] | None = None,
+    now: datetime | None = None,
 ) -> RunResult:
-    """Run every stage holding the warehouse lock; a failed check raises CheckFailed."""
+    """Run every stage holding the warehouse lock; a failed check raises CheckFailed.
+
+    ``now`` is the run clock (default: the current time): estimates stop there and a billing
+    period that has not ended by then is open.
+    """
     run_id = new_run_id()
+    clock = now or datetime.now(UTC)
     with WarehouseLock(config.warehouse, config.lock_timeout_seconds, run_id) as lock:
         _recover(config.warehouse)
         run_dir = config.warehouse / "runs" / run_id
@@ -102,13 +122,15 @@ def run_pipeline(
             "runcost_version": __version__,
             "config_file": str(config.path) if config.path else None,
             "config_fingerprint": config.fingerprint(),
+            "config_hash": config_hash(config),
+            "clock": clock.isoformat(timespec="seconds"),
             "status": "running",
             "pid": os.getpid(),
         }
         _write_manifest(run_dir, manifest)
         events = _Events(progress, on_event, stages)
         try:
-            return _run(config, events, run_dir, manifest)
+            return _run(config, events, run_dir, manifest, clock)
         except CheckFailed:
             raise  # recorded as failed_checks where the checks ran
         except BaseException as error:
@@ -153,7 +175,9 @@ class _Events:
         self.on_event(RunEvent(stage, "done", message, seconds=seconds))
 
 
-def _run(config: Config, events: _Events, run_dir: Path, manifest: dict) -> RunResult:
+def _run(
+    config: Config, events: _Events, run_dir: Path, manifest: dict, clock: datetime
+) -> RunResult:
     run_id = manifest["run_id"]
     sources = [
         name
@@ -171,7 +195,10 @@ def _run(config: Config, events: _Events, run_dir: Path, manifest: dict) -> RunR
     deliveries += [*gcp.deliveries, *ingest_focus_files(config)]
     new = sum(item.new for item in deliveries)
     events.done("ingest", f"{len(deliveries)} deliveries, {new} new")
-    manifest["inputs"] = {"deliveries": [_delivery_record(item) for item in deliveries]}
+    manifest["inputs"] = {
+        "deliveries": [delivery_record(item) for item in deliveries],
+        "invoice_file": file_checksum(config.periods.invoice_file),
+    }
     if config.gcp.tables:
         manifest["inputs"]["gcp"] = gcp.manifest()
 
@@ -198,10 +225,17 @@ def _run(config: Config, events: _Events, run_dir: Path, manifest: dict) -> RunR
     try:
         write_settings(con, config)
         register_sources(con, deliveries, telemetry)
+        set_clock(con, clock)
+        register_deliveries(con, deliveries)
+        load_invoices(con, config.periods.invoice_file)
+        manifest["previous_snapshot"] = load_previous(con, previous_folder(config.warehouse))
         models = discover() + pool_models(config)
+        manifest["code_hash"] = code_hash(models)
         _save_generated(run_dir, [model for model in models if model.path is None])
         report = _build(con, models, events)
         log_pool_warnings(con)
+        check_invoice_currencies(con, config.periods.invoice_file)
+        note_clock_skew(con, clock)
         manifest["model_seconds"] = _rounded(report.seconds)
         manifest["checks"] = {
             name: "failed" if any(item[0] == name for item in report.check_failures) else "passed"
@@ -214,13 +248,22 @@ def _run(config: Config, events: _Events, run_dir: Path, manifest: dict) -> RunR
             _write_manifest(run_dir, manifest)
             raise CheckFailed(report.check_failures, str(database_path))
 
-        manifest["totals"] = _totals(con)
+        manifest["totals"] = totals(con)
+        manifest["periods"] = period_statuses(con)
+        manifest["estimates"] = estimate_summary(con)
         events.start("publish", "snapshot")
         contents = table_contents(con)
         hashes = {table.name: table.content_hash for table in contents}
-        same_as = unchanged_snapshot(config.warehouse, hashes)
+        same_as = unchanged_snapshot(config.warehouse, hashes, ignore=HISTORY_TABLES)
         if same_as is None:
-            snapshot = publish(con, config.warehouse, run_id, contents, checkpoint=pause)
+            snapshot = publish(
+                con,
+                config.warehouse,
+                run_id,
+                contents,
+                checkpoint=pause,
+                retention_days=config.periods.snapshot_retention_days,
+            )
             status, folder = "published", snapshot.folder
             events.done("publish", f"snapshot {run_id} is current")
         else:
@@ -232,6 +275,7 @@ def _run(config: Config, events: _Events, run_dir: Path, manifest: dict) -> RunR
                 extra={"stage": "publish"},
             )
             manifest["unchanged_from"] = same_as
+            hashes, contents = served_history(folder, hashes, contents)
             events.done("publish", f"no change; snapshot {same_as} stays current")
     finally:
         con.close()
@@ -345,28 +389,6 @@ def _connect(path: Path, run_dir: Path, config: Config) -> duckdb.DuckDBPyConnec
     if config.memory_limit:
         con.execute(f"set memory_limit = '{config.memory_limit}'")
     return con
-
-
-def _totals(con: duckdb.DuckDBPyConnection) -> list[dict[str, str]]:
-    rows = con.execute(
-        "select provider, billing_period, billing_currency, "
-        "sum(billed_cost), sum(effective_cost), sum(list_cost), sum(net_cost), count(*) "
-        "from normalized.cost_lines group by all order by all"
-    ).fetchall()
-    keys = ("provider", "billing_period", "billing_currency", "billed_cost", "effective_cost")
-    keys += ("list_cost", "net_cost", "cost_lines")
-    return [{key: str(value) for key, value in zip(keys, row, strict=True)} for row in rows]
-
-
-def _delivery_record(delivery: Delivery) -> dict[str, object]:
-    return {
-        "provider": delivery.provider,
-        "export": delivery.export,
-        "billing_period": delivery.billing_period,
-        "delivery_id": delivery.delivery_id,
-        "new": delivery.new,
-        "folder": str(delivery.folder),
-    }
 
 
 def _save_generated(run_dir: Path, models: list[Model]) -> None:

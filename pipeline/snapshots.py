@@ -6,6 +6,8 @@ import json
 import logging
 import os
 import shutil
+from collections.abc import Iterable
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import duckdb
@@ -53,8 +55,14 @@ def database_snapshot(warehouse: Path) -> tuple[str, str] | None:
     return (str(row[0]), str(row[1])) if row else None
 
 
-def unchanged_snapshot(warehouse: Path, hashes: dict[str, str]) -> str | None:
-    """The current run id when its snapshot holds exactly this content and serves it intact."""
+def unchanged_snapshot(
+    warehouse: Path, hashes: dict[str, str], ignore: Iterable[str] = ()
+) -> str | None:
+    """The current run id when its snapshot holds exactly this content and serves it intact.
+
+    Tables in ``ignore`` (those computed against the previous snapshot) are not compared.
+    """
+    skipped = set(ignore)
     current = current_snapshot(warehouse)
     if current is None:
         return None
@@ -62,9 +70,12 @@ def unchanged_snapshot(warehouse: Path, hashes: dict[str, str]) -> str | None:
     record = snapshot_record(folder)
     if record is None or record.get("hash_algorithm") != HASH_ALGORITHM:
         return None
-    published = {name: item["content_hash"] for name, item in record["tables"].items()}
+    published = {
+        name: item["content_hash"] for name, item in record["tables"].items() if name not in skipped
+    }
+    compared = {name: value for name, value in hashes.items() if name not in skipped}
     # a moved warehouse or a hand-edited database must be republished even when data is equal
-    if published != hashes or database_snapshot(warehouse) != (current["run_id"], str(folder)):
+    if published != compared or database_snapshot(warehouse) != (current["run_id"], str(folder)):
         return None
     return current["run_id"]
 
@@ -112,16 +123,51 @@ def discard_snapshot(warehouse: Path, run_id: str) -> bool:
     return True
 
 
-def prune(snapshots: Path, keep: int, current: str) -> None:
-    """Keep the current snapshot and the newest others, `keep` in all."""
+def prune(
+    snapshots: Path,
+    keep: int,
+    current: str,
+    retention_days: int = 0,
+    now: datetime | None = None,
+) -> None:
+    """Keep the current snapshot, the newest others (`keep` in all), and every snapshot that
+    was current within the last `retention_days` days (for runcost sql --as-of)."""
     # readers that opened an older runcost.duckdb keep reading its snapshot, so keep a few
     finished = sorted(
         path
         for path in snapshots.iterdir()
         if path.is_dir() and not path.name.startswith(".") and path.name != current
     )
+    cutoff = (now or datetime.now(UTC)) - timedelta(days=retention_days)
+    published = {item.name: at for item, at in kept_snapshots(snapshots)}
     for path in finished[: max(len(finished) - (keep - 1), 0)]:
+        # a snapshot stopped being current when the next one was published
+        later = [at for name, at in published.items() if name > path.name]
+        replaced_at = min(later) if later else None
+        if retention_days and (replaced_at is None or replaced_at > cutoff):
+            continue
         remove_tree(path)
+
+
+def kept_snapshots(snapshots: Path) -> list[tuple[Path, datetime]]:
+    """Every whole snapshot folder with when it was published, oldest first."""
+    found = []
+    if not snapshots.is_dir():
+        return found
+    for path in sorted(snapshots.iterdir()):
+        if not path.is_dir() or path.name.startswith("."):
+            continue
+        record = snapshot_record(path)
+        stamp = record.get("published_at") if record else None
+        if isinstance(stamp, str):
+            found.append((path, datetime.fromisoformat(stamp)))
+        else:  # written before snapshot.json: the run id starts with its UTC start time
+            try:
+                moment = datetime.strptime(path.name[:22], "%Y%m%dT%H%M%S%fZ")
+            except ValueError:
+                continue
+            found.append((path, moment.replace(tzinfo=UTC)))
+    return sorted(found, key=lambda item: (item[1], item[0].name))
 
 
 def remove_tree(path: Path) -> None:

@@ -20,6 +20,7 @@ import pyarrow.parquet as pq  # noqa: E402
 
 from pipeline.config import Config, parse_config  # noqa: E402
 from pipeline.ingest.raw_store import Delivery  # noqa: E402
+from pipeline.period_settings import write_period_settings  # noqa: E402
 from pipeline.pools import pool_models, write_pool_settings  # noqa: E402
 from pipeline.runner import BuildReport, Model, build, discover  # noqa: E402
 from pipeline.sources import register_sources  # noqa: E402
@@ -185,6 +186,7 @@ def build_models(
     write_pool_settings(con, settings)
     if write_economics_settings is not None:
         write_economics_settings(con, settings)
+    write_period_settings(con, settings)
     register_sources(con, [delivery, *deliveries], telemetry)
     report = build(con, [*sql_models(), *pool_models(settings)])
     return con, report

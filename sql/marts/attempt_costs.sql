@@ -12,6 +12,61 @@ allocation_models as (
     select unnest(['marginal', 'fully_loaded']) as allocation_model
 ),
 
+billing_periods as (
+    select * from normalized.billing_periods
+),
+
+cost_estimates as (
+    select * from marts.cost_estimates
+),
+
+estimate_totals as (
+    select
+        cost_estimates.attempt_id,
+        sum(cost_estimates.estimated_hours) as unbilled_hours,
+        sum(cost_estimates.estimated_cost) as unbilled_estimate
+    from cost_estimates
+    group by cost_estimates.attempt_id
+),
+
+attempt_periods as (
+    -- the periods an attempt's cost comes from: those of its slices, and those its run overlaps
+    select distinct
+        cost_allocations.allocation_model,
+        cost_allocations.attempt_id,
+        billing_periods.period_status
+    from cost_allocations
+    inner join billing_periods
+        on
+            cost_allocations.provider = billing_periods.provider
+            and cost_allocations.billing_account_id is not distinct from billing_periods.billing_account_id
+            and cost_allocations.billing_period = billing_periods.billing_period
+    where cost_allocations.attempt_id is not null
+    union
+    select
+        allocation_models.allocation_model,
+        attempts.attempt_id,
+        billing_periods.period_status
+    from attempts
+    cross join allocation_models
+    inner join billing_periods
+        on
+            coalesce(attempts.provider, billing_periods.provider) = billing_periods.provider
+            and attempts.started_at < billing_periods.billing_period_end
+            and coalesce(attempts.ended_at, attempts.started_at) >= billing_periods.billing_period_start
+),
+
+period_finality as (
+    select
+        attempt_periods.allocation_model,
+        attempt_periods.attempt_id,
+        min(
+            case attempt_periods.period_status when 'open' then 1 when 'provisional' then 2 else 3 end
+        ) as status_rank
+    from attempt_periods
+    group by attempt_periods.allocation_model, attempt_periods.attempt_id
+),
+
 attempt_totals as (
     select
         cost_allocations.allocation_model,
@@ -59,13 +114,24 @@ final as (
         / 3600000000.0 as wall_hours,
         (epoch_us(attempts.ended_at) - epoch_us(attempts.started_at))
         / 3600000000.0
-        * coalesce(attempts.gpu_count, 0) as gpu_hours
+        * coalesce(attempts.gpu_count, 0) as gpu_hours,
+        coalesce(estimate_totals.unbilled_hours, 0) as unbilled_hours,
+        cast(coalesce(estimate_totals.unbilled_estimate, 0) as decimal(38, 10)) as unbilled_estimate,
+        case when estimate_totals.attempt_id is null then 'billed' else 'estimated' end as cost_status,
+        case period_finality.status_rank when 1 then 'open' when 2 then 'provisional' when 3 then 'final' end
+            as period_status,
+        coalesce(estimate_totals.attempt_id is null and period_finality.status_rank = 3, false) as is_final
     from attempts
     cross join allocation_models
     left join attempt_totals
         on
             attempts.attempt_id = attempt_totals.attempt_id
             and allocation_models.allocation_model = attempt_totals.allocation_model
+    left join estimate_totals on attempts.attempt_id = estimate_totals.attempt_id
+    left join period_finality
+        on
+            attempts.attempt_id = period_finality.attempt_id
+            and allocation_models.allocation_model = period_finality.allocation_model
 )
 
 select * from final

@@ -17,6 +17,41 @@ allocation_models as (
     select unnest(['marginal', 'fully_loaded']) as allocation_model
 ),
 
+billing_periods as (
+    select * from normalized.billing_periods
+),
+
+attempt_statuses as (
+    select
+        attempt_costs.allocation_model,
+        attempt_costs.experiment_id,
+        sum(attempt_costs.unbilled_estimate) as unbilled_estimate,
+        max(case when attempt_costs.cost_status = 'estimated' then 1 else 0 end) as any_estimated,
+        min(case when attempt_costs.is_final then 1 else 0 end) as all_final,
+        min(
+            case attempt_costs.period_status when 'open' then 1 when 'provisional' then 2 when 'final' then 3 end
+        ) as status_rank
+    from attempt_costs
+    group by attempt_costs.allocation_model, attempt_costs.experiment_id
+),
+
+experiment_only_periods as (
+    select
+        cost_allocations.allocation_model,
+        cost_allocations.experiment_id,
+        min(
+            case billing_periods.period_status when 'open' then 1 when 'provisional' then 2 else 3 end
+        ) as status_rank
+    from cost_allocations
+    inner join billing_periods
+        on
+            cost_allocations.provider = billing_periods.provider
+            and cost_allocations.billing_account_id is not distinct from billing_periods.billing_account_id
+            and cost_allocations.billing_period = billing_periods.billing_period
+    where cost_allocations.attempt_id is null and cost_allocations.experiment_id is not null
+    group by cost_allocations.allocation_model, cost_allocations.experiment_id
+),
+
 known_experiments as (
     select attempt_costs.experiment_id from attempt_costs
     union
@@ -90,7 +125,25 @@ final as (
             coalesce(experiment_only.effective_cost, 0) as decimal(38, 10)
         ) as experiment_only_cost,
         attempt_totals.first_started_at,
-        attempt_totals.last_ended_at
+        attempt_totals.last_ended_at,
+        cast(coalesce(attempt_statuses.unbilled_estimate, 0) as decimal(38, 10)) as unbilled_estimate,
+        case when attempt_statuses.any_estimated = 1 then 'estimated' else 'billed' end as cost_status,
+        case least(
+            coalesce(attempt_statuses.status_rank, 3), coalesce(experiment_only_periods.status_rank, 3)
+        )
+            when 1 then 'open'
+            when 2 then 'provisional'
+            else case
+                when
+                    attempt_statuses.status_rank is not null or experiment_only_periods.status_rank is not null
+                    then 'final'
+            end
+        end as period_status,
+        coalesce(attempt_statuses.all_final, 1) = 1
+        and coalesce(attempt_statuses.any_estimated, 0) = 0
+        and coalesce(experiment_only_periods.status_rank, 3) = 3
+        and (attempt_statuses.all_final is not null or experiment_only_periods.status_rank is not null)
+            as is_final
     from known_experiments
     cross join allocation_models
     left join experiments on known_experiments.experiment_id = experiments.experiment_id
@@ -102,6 +155,14 @@ final as (
         on
             known_experiments.experiment_id = experiment_only.experiment_id
             and allocation_models.allocation_model = experiment_only.allocation_model
+    left join attempt_statuses
+        on
+            known_experiments.experiment_id = attempt_statuses.experiment_id
+            and allocation_models.allocation_model = attempt_statuses.allocation_model
+    left join experiment_only_periods
+        on
+            known_experiments.experiment_id = experiment_only_periods.experiment_id
+            and allocation_models.allocation_model = experiment_only_periods.allocation_model
 )
 
 select * from final

@@ -8,6 +8,10 @@ cost_allocations as (
     select * from allocation.cost_allocations
 ),
 
+billing_periods as (
+    select * from normalized.billing_periods
+),
+
 allocation_models as (
     select unnest(['marginal', 'fully_loaded']) as allocation_model
 ),
@@ -150,7 +154,8 @@ final as (
             - coalesce(placed.shared, 0)
             - coalesce(placed.unallocated, 0)
             as decimal(38, 10)
-        ) as difference
+        ) as difference,
+        billing_periods.period_status
     from bill
     cross join allocation_models
     left join placed
@@ -161,6 +166,11 @@ final as (
             and bill.billing_period is not distinct from placed.billing_period
             and bill.billing_currency is not distinct from placed.billing_currency
             and bill.cost_basis = placed.cost_basis
+    left join billing_periods
+        on
+            bill.provider = billing_periods.provider
+            and bill.billing_account_id is not distinct from billing_periods.billing_account_id
+            and bill.billing_period = billing_periods.billing_period
 )
 
 select * from final

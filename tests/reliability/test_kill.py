@@ -20,6 +20,7 @@ from worlds import (
 from pipeline.config import load_config
 from pipeline.lock import LOCK_NAME
 from pipeline.publish import content_hash
+from pipeline.run_record import HISTORY_TABLES
 from pipeline.snapshots import DATABASE_NAME, snapshot_record
 
 # the stages, and the steps of publish around its renames (see PAUSE_AT_ENV in pipeline/run.py)
@@ -34,7 +35,12 @@ def served_hashes(warehouse: Path) -> dict[str, str]:
         folder = con.execute("select snapshot_folder from runcost_snapshot").fetchone()[0]
         record = snapshot_record(Path(folder))
         assert record is not None
-        return {name: content_hash(con, name)[2] for name in record["tables"]}
+        # the history tables compare with the snapshot before; see worlds.published_hashes
+        return {
+            name: content_hash(con, name)[2]
+            for name in record["tables"]
+            if name not in HISTORY_TABLES
+        }
     finally:
         con.close()
 

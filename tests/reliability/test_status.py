@@ -54,6 +54,7 @@ def test_status_after_runs(tmp_path: Path, template: Path) -> None:
             "billing_account_id": "111111111111",
             "billing_currency": "USD",
             "final": True,
+            "period_status": "final",
             "billed_cost": totals["billed_cost"],
             "cost_lines": int(totals["cost_lines"]),
         }

@@ -11,6 +11,7 @@ import duckdb
 import pyarrow as pa
 
 from pipeline.economics_settings import write_economics_settings
+from pipeline.period_settings import write_period_settings
 from pipeline.pools import pool_models, write_pool_settings
 from pipeline.runner import build
 from pipeline.sources import register_sources
@@ -38,6 +39,7 @@ def build_economics(
     con.execute("set TimeZone = 'UTC'")
     write_pool_settings(con, settings)
     write_economics_settings(con, settings)
+    write_period_settings(con, settings)
     register_sources(con, [delivery], telemetry)
     report = build(con, [*builders.sql_models(), *pool_models(settings)])
     assert report.check_failures == []

@@ -1,0 +1,130 @@
+-- Where each billing period stands per provider and billing account: open, provisional or final.
+-- grain: one row per (provider, billing_account_id, billing_period)
+-- AWS CUR: final when every line carries bill_invoice_id; otherwise open until the period ends,
+-- then provisional. GCP (billing_period is the invoice month): final once the month has ended and
+-- no delivery arrived for config.periods.gcp_settle_days days; before that the same as AWS.
+-- Join any cost row to it on (provider, billing_account_id, billing_period).
+with cost_lines as (
+    select * from normalized.cost_lines
+),
+
+billing_deliveries as (
+    select * from staging.billing_deliveries
+),
+
+run_clock as (
+    select * from staging.run_clock
+),
+
+period_settings as (
+    select * from config.periods
+),
+
+delivery_times as (
+    select
+        billing_deliveries.provider,
+        billing_deliveries.delivery_id,
+        max(coalesce(billing_deliveries.delivered_at, billing_deliveries.ingested_at)) as arrived_at
+    from billing_deliveries
+    group by billing_deliveries.provider, billing_deliveries.delivery_id
+),
+
+line_deliveries as (
+    select distinct
+        cost_lines.provider,
+        cost_lines.billing_account_id,
+        cost_lines.billing_period,
+        cost_lines.source_delivery
+    from cost_lines
+),
+
+period_arrivals as (
+    select
+        line_deliveries.provider,
+        line_deliveries.billing_account_id,
+        line_deliveries.billing_period,
+        list_sort(list(line_deliveries.source_delivery)) as source_deliveries,
+        max(delivery_times.arrived_at) as last_delivered_at
+    from line_deliveries
+    left join delivery_times
+        on
+            line_deliveries.provider = delivery_times.provider
+            and line_deliveries.source_delivery = delivery_times.delivery_id
+    group by line_deliveries.provider, line_deliveries.billing_account_id, line_deliveries.billing_period
+),
+
+period_lines as (
+    select
+        cost_lines.provider,
+        cost_lines.billing_account_id,
+        cost_lines.billing_period,
+        min(cost_lines.billing_period_start) as billing_period_start,
+        max(cost_lines.billing_period_end) as billing_period_end,
+        min(cost_lines.billing_currency) as billing_currency,
+        count(*) as cost_lines,
+        count(cost_lines.invoice_id) as invoiced_lines,
+        count(distinct cost_lines.invoice_id) as invoices,
+        min(cost_lines.charge_period_start) as first_charge_period_start,
+        max(cost_lines.charge_period_end) as last_charge_period_end,
+        sum(cost_lines.billed_cost) as billed_cost
+    from cost_lines
+    group by cost_lines.provider, cost_lines.billing_account_id, cost_lines.billing_period
+),
+
+statuses as (
+    select
+        period_lines.*,
+        period_arrivals.source_deliveries,
+        period_arrivals.last_delivered_at,
+        case
+            when
+                period_lines.provider = 'gcp'
+                and run_clock.now >= period_lines.billing_period_end
+                and period_arrivals.last_delivered_at
+                <= run_clock.now - period_settings.gcp_settle_days * interval '1' day
+                then 'final'
+            when period_lines.provider <> 'gcp' and period_lines.invoiced_lines = period_lines.cost_lines
+                then 'final'
+            when run_clock.now < period_lines.billing_period_end then 'open'
+            else 'provisional'
+        end as period_status,
+        case
+            when period_lines.provider = 'gcp'
+                then
+                    'invoice month closed; no rows for ' || cast(period_settings.gcp_settle_days as varchar)
+                    || ' days'
+            else 'every line carries an invoice id (bill_invoice_id)'
+        end as final_rule
+    from period_lines
+    cross join run_clock
+    cross join period_settings
+    left join period_arrivals
+        on
+            period_lines.provider = period_arrivals.provider
+            and period_lines.billing_account_id is not distinct from period_arrivals.billing_account_id
+            and period_lines.billing_period = period_arrivals.billing_period
+),
+
+final as (
+    select
+        statuses.provider,
+        statuses.billing_account_id,
+        statuses.billing_period,
+        statuses.billing_period_start,
+        statuses.billing_period_end,
+        statuses.billing_currency,
+        statuses.period_status,
+        statuses.period_status = 'final' as is_final,
+        statuses.final_rule,
+        statuses.cost_lines,
+        statuses.invoiced_lines,
+        statuses.invoices,
+        statuses.first_charge_period_start,
+        statuses.last_charge_period_end,
+        statuses.source_deliveries,
+        statuses.last_delivered_at,
+        cast(statuses.billed_cost as decimal(38, 10)) as billed_cost
+    from statuses
+)
+
+select * from final
