@@ -22,14 +22,6 @@ pool_shares as (
     select * from allocation.pool_shares
 ),
 
-pool_line_matches as (
-    select * from allocation.pool_line_matches
-),
-
-pools as (
-    select * from config.pools
-),
-
 pool_windows as (
     -- windows where a pool found candidate attempts (their driver weights may all be 0)
     select distinct
@@ -40,22 +32,7 @@ pool_windows as (
 ),
 
 first_pools as (
-    select
-        pool_line_matches.line_id,
-        pools.pool_order,
-        pools.pool_name,
-        case
-            when pools.spread = 'billing_period' then cost_lines.billing_period_start
-            else cost_lines.charge_period_start
-        end as window_start,
-        case
-            when pools.spread = 'billing_period' then cost_lines.billing_period_end
-            else cost_lines.charge_period_end
-        end as window_end
-    from pool_line_matches
-    inner join pools on pool_line_matches.pool_order = pools.pool_order
-    inner join cost_lines on pool_line_matches.line_id = cost_lines.line_id
-    where pool_line_matches.first_match
+    select * from allocation.pooled_lines
 ),
 
 allocation_models as (

@@ -5,11 +5,7 @@
 -- share of the window's requested vCPU-seconds plus its share of requested GiB-seconds (attempt_resources);
 -- attempt_count = 1 when the attempt started in the window; even = 1; cost_weighted = the attempt's
 -- attributed cost, in the pool's basis, of lines charged in the window. Only weights above 0 get a share.
-with remainders as (
-    select * from allocation.line_remainders
-),
-
-cost_lines as (
+with cost_lines as (
     select
         cost_lines.line_id,
         cost_lines.charge_period_start,
@@ -19,16 +15,8 @@ cost_lines as (
     from normalized.cost_lines as cost_lines
 ),
 
-pool_line_matches as (
-    select * from allocation.pool_line_matches
-),
-
 pool_eligible_attempts as (
     select * from allocation.pool_eligible_attempts
-),
-
-pools as (
-    select * from config.pools
 ),
 
 line_attributions as (
@@ -59,24 +47,13 @@ resource_requests as (
 
 pool_windows as (
     select distinct
-        pools.pool_order,
-        pools.pool_name,
-        pools.driver,
-        pools.basis,
-        case
-            when pools.spread = 'billing_period' then cost_lines.billing_period_start
-            else cost_lines.charge_period_start
-        end as window_start,
-        case
-            when pools.spread = 'billing_period' then cost_lines.billing_period_end
-            else cost_lines.charge_period_end
-        end as window_end
-    from remainders
-    inner join pool_line_matches
-        on remainders.line_id = pool_line_matches.line_id and pool_line_matches.first_match
-    inner join pools on pool_line_matches.pool_order = pools.pool_order
-    inner join cost_lines on remainders.line_id = cost_lines.line_id
-    where remainders.unallocated_reason <> 'excluded_inference'
+        pooled_lines.pool_order,
+        pooled_lines.pool_name,
+        pooled_lines.driver,
+        pooled_lines.basis,
+        pooled_lines.window_start,
+        pooled_lines.window_end
+    from allocation.pooled_lines as pooled_lines
 ),
 
 candidates as (

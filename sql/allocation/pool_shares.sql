@@ -1,49 +1,11 @@
 -- Slices of unattributed cost that a pool spreads over attempts by its driver's shares (fully loaded model).
 -- grain: one row per (line_id, attempt_id)
-with remainders as (
-    select * from allocation.line_remainders
-),
-
-cost_lines as (
-    select
-        cost_lines.line_id,
-        cost_lines.charge_period_start,
-        cost_lines.charge_period_end,
-        cost_lines.billing_period_start,
-        cost_lines.billing_period_end
-    from normalized.cost_lines as cost_lines
-),
-
-pool_line_matches as (
-    select * from allocation.pool_line_matches
-),
-
-pools as (
-    select * from config.pools
-),
-
-pool_driver_weights as (
+with pool_driver_weights as (
     select * from allocation.pool_driver_weights
 ),
 
 pooled_lines as (
-    select
-        remainders.*,
-        pools.pool_order,
-        case
-            when pools.spread = 'billing_period' then cost_lines.billing_period_start
-            else cost_lines.charge_period_start
-        end as window_start,
-        case
-            when pools.spread = 'billing_period' then cost_lines.billing_period_end
-            else cost_lines.charge_period_end
-        end as window_end
-    from remainders
-    inner join pool_line_matches
-        on remainders.line_id = pool_line_matches.line_id and pool_line_matches.first_match
-    inner join pools on pool_line_matches.pool_order = pools.pool_order
-    inner join cost_lines on remainders.line_id = cost_lines.line_id
-    where remainders.unallocated_reason <> 'excluded_inference'
+    select * from allocation.pooled_lines
 ),
 
 rounded as (
