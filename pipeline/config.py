@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.config_pools import Pool, parse_pools
+from pipeline.engines.options import SparkOptions, parse_engine
 from pipeline.errors import ConfigError
 
 DEFAULT_CONFIG_NAME = "runcost.toml"
@@ -60,6 +61,8 @@ class Config:
     aws_endpoint_url: str | None = None
     aws_region: str | None = None
     economics: Economics = field(default_factory=Economics)
+    engine: str = "duckdb"
+    spark: SparkOptions = field(default_factory=SparkOptions)
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def fingerprint(self) -> str:
@@ -111,7 +114,7 @@ def load_config(path: Path | str | None = None) -> Config:
 def parse_config(data: dict[str, Any], base: Path, path: Path | None = None) -> Config:
     """Validate a parsed TOML document; relative paths are taken from ``base``."""
     where = str(path) if path else "runcost.toml"
-    allowed_top = {*_SECTIONS, "pools"}
+    allowed_top = {*_SECTIONS, "pools", "engine", "spark"}
     for key in data:
         if key not in allowed_top:
             raise ConfigError(
@@ -198,6 +201,7 @@ def parse_config(data: dict[str, Any], base: Path, path: Path | None = None) -> 
         raise ConfigError(f"{where}: attribution.resource_time must be true or false")
 
     pools = parse_pools(data.get("pools", []), where)
+    engine, spark = parse_engine(data, where)
 
     return Config(
         path=path,
@@ -222,6 +226,8 @@ def parse_config(data: dict[str, Any], base: Path, path: Path | None = None) -> 
         aws_endpoint_url=endpoint_url,
         aws_region=region,
         economics=_parse_economics(data.get("economics", {}), where),
+        engine=engine,
+        spark=spark,
         raw=data,
     )
 

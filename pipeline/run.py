@@ -17,6 +17,8 @@ import duckdb
 
 from pipeline import __version__
 from pipeline.config import Config
+from pipeline.engines.base import Engine
+from pipeline.engines.factory import open_engine
 from pipeline.errors import CheckFailed
 from pipeline.ingest.aws_cur2 import Delivery, ingest_aws_exports
 from pipeline.lock import WarehouseLock
@@ -178,12 +180,14 @@ def _run(config: Config, events: _Events, run_dir: Path, manifest: dict) -> RunR
 
     database_path = run_dir / "build.duckdb"
     con = _connect(database_path, run_dir, config)
+    engine: Engine | None = None
     try:
         write_settings(con, config)
         register_sources(con, deliveries, telemetry)
         models = discover() + pool_models(config)
         _save_generated(run_dir, [model for model in models if model.path is None])
-        report = _build(con, models, events)
+        engine = open_engine(config, con, run_dir / "tmp")
+        report = _build(engine, models, events)
         manifest["model_seconds"] = _rounded(report.seconds)
         manifest["checks"] = {
             name: "failed" if any(item[0] == name for item in report.check_failures) else "passed"
@@ -196,6 +200,11 @@ def _run(config: Config, events: _Events, run_dir: Path, manifest: dict) -> RunR
             _write_manifest(run_dir, manifest)
             raise CheckFailed(report.check_failures, str(database_path))
 
+        catalog_rows = engine.finish(con, models)
+        if catalog_rows is not None:  # spark.catalog: the tables went there, not to a snapshot
+            con.close()
+            _discard_build(run_dir, database_path)
+            return _published_to_catalog(config, manifest, deliveries, report, events, catalog_rows)
         manifest["totals"] = _totals(con)
         events.start("publish", "snapshot")
         contents = table_contents(con)
@@ -216,11 +225,11 @@ def _run(config: Config, events: _Events, run_dir: Path, manifest: dict) -> RunR
             manifest["unchanged_from"] = same_as
             events.done("publish", f"no change; snapshot {same_as} stays current")
     finally:
+        if engine is not None:
+            engine.close()
         con.close()
 
-    database_path.unlink(missing_ok=True)
-    Path(f"{database_path}.wal").unlink(missing_ok=True)
-    shutil.rmtree(run_dir / "tmp", ignore_errors=True)
+    _discard_build(run_dir, database_path)
     pause("manifest")
     manifest.update(
         status=status,
@@ -246,7 +255,7 @@ def _run(config: Config, events: _Events, run_dir: Path, manifest: dict) -> RunR
     )
 
 
-def _build(con: duckdb.DuckDBPyConnection, models: list[Model], events: _Events) -> BuildReport:
+def _build(engine: Engine, models: list[Model], events: _Events) -> BuildReport:
     checks = [model for model in models if model.layer == "checks"]
     events.start("build", "SQL models", total=len(models) - len(checks))
     checking = False
@@ -258,7 +267,7 @@ def _build(con: duckdb.DuckDBPyConnection, models: list[Model], events: _Events)
             events.start("checks", "invariants", total=len(checks))
         events.step("checks" if model.layer == "checks" else "build", model.qualified)
 
-    report = build(con, models, on_model=on_model)
+    report = build(engine, models, on_model=on_model)
     # checks may interleave with models in dependency order: time each stage by its models
     seconds = sum(value for name, value in report.seconds.items() if name.startswith("checks."))
     built = len(report.seconds) - len(checks)
@@ -268,6 +277,37 @@ def _build(con: duckdb.DuckDBPyConnection, models: list[Model], events: _Events)
     failed = len(report.check_failures)
     events.done("checks", f"{len(checks) - failed} passed, {failed} failed", seconds)
     return report
+
+
+def _discard_build(run_dir: Path, database_path: Path) -> None:
+    database_path.unlink(missing_ok=True)
+    Path(f"{database_path}.wal").unlink(missing_ok=True)
+    shutil.rmtree(run_dir / "tmp", ignore_errors=True)
+
+
+def _published_to_catalog(
+    config: Config,
+    manifest: dict,
+    deliveries: list[Delivery],
+    report: BuildReport,
+    events: _Events,
+    rows: dict[str, int],
+) -> RunResult:
+    """The tables are in spark.catalog; the local snapshot and runcost.duckdb stay as they were."""
+    manifest.update(status="published", catalog=config.spark.catalog, outputs=rows)
+    manifest.update(finished_at=_now(), stage_seconds=_rounded(events.stages))
+    run_dir = config.warehouse / "runs" / manifest["run_id"]
+    current = current_snapshot(config.warehouse)
+    return RunResult(
+        run_id=manifest["run_id"],
+        database=config.warehouse / DATABASE_NAME,
+        snapshot=Path(current["snapshot"]) if current else run_dir,
+        manifest=_write_manifest(run_dir, manifest),
+        deliveries=deliveries,
+        report=report,
+        stage_seconds=dict(events.stages),
+        row_counts=rows,
+    )
 
 
 def pause(point: str) -> None:
