@@ -17,7 +17,8 @@ def open_engine(config: Config, con: duckdb.DuckDBPyConnection, scratch: Path) -
         return DuckDBEngine(con)
     from pipeline.engines.spark import SparkEngine, open_session
 
-    engine = SparkEngine(open_session(config.spark, scratch), config.spark, scratch)
+    session, owned = open_session(config.spark, scratch)
+    engine = SparkEngine(session, config.spark, scratch, owned)
     try:
         engine.load_inputs(con)
     except BaseException:

@@ -71,9 +71,11 @@ def is_local(options: SparkOptions) -> bool:
     return options.remote is None and options.master.startswith("local")
 
 
-def open_session(options: SparkOptions, scratch: Path) -> Any:
-    """The configured Spark session: Spark Connect, a cluster master, or local[*]."""
+def open_session(options: SparkOptions, scratch: Path) -> tuple[Any, bool]:
+    """The configured Spark session (Spark Connect, a cluster master, or local[*]), and whether
+    runcost started it (else it is the caller's active session, which runcost leaves running)."""
     session_class = _pyspark()
+    started = session_class.getActiveSession() is None
     builder = session_class.builder.appName("runcost")
     if options.remote:
         builder = builder.remote(options.remote)
@@ -92,7 +94,7 @@ def open_session(options: SparkOptions, scratch: Path) -> Any:
         session.conf.set(key, value)
     if not options.remote:
         session.sparkContext.setLogLevel("ERROR")
-    return session
+    return session, started
 
 
 class SparkEngine:
@@ -100,12 +102,16 @@ class SparkEngine:
 
     name = "spark"
 
-    def __init__(self, session: Any, options: SparkOptions, scratch: Path) -> None:
+    def __init__(
+        self, session: Any, options: SparkOptions, scratch: Path, owned: bool = False
+    ) -> None:
         self.session = session
+        self.owned = owned
         self.options = options
         self.scratch = scratch
         self.errors = spark_errors()
         self.local = is_local(options)
+        self.views: set[str] = set()
 
     def load_inputs(self, con: duckdb.DuckDBPyConnection) -> None:
         """Register the raw.* and config.* relations of the DuckDB build database in Spark."""
@@ -128,7 +134,7 @@ class SparkEngine:
                 frame = self.session.createDataFrame(
                     con.execute(f"select * from {qualified}").fetch_arrow_table()
                 )
-            frame.createOrReplaceTempView(view_name(qualified))
+            self._register(frame, view_name(qualified))
 
     def prepare(self, schemas: tuple[str, ...]) -> None:
         """Temp views need no schema: `staging.x` is the view `staging__x` (transpile)."""
@@ -139,7 +145,11 @@ class SparkEngine:
         if model.materialization == "table":
             # computed once, like a DuckDB table, instead of re-run by every reader
             frame = frame.localCheckpoint(eager=True)
-        frame.createOrReplaceTempView(view_name(model.qualified))
+        self._register(frame, view_name(model.qualified))
+
+    def _register(self, frame: Any, view: str) -> None:
+        frame.createOrReplaceTempView(view)
+        self.views.add(view)
 
     def check(self, model: Model) -> CheckResult | None:
         query = to_spark(model.sql)
@@ -218,9 +228,9 @@ class SparkEngine:
         return rows
 
     def close(self) -> None:
-        """Drop this run's views and cached tables; a local session is stopped."""
-        for view in self.session.catalog.listTables():
-            if view.isTemporary:
-                self.session.catalog.dropTempView(view.name)
-        if self.local:
+        """Drop this run's views and cached tables; a local session runcost started is stopped."""
+        if self.local and self.owned:
             self.session.stop()
+            return
+        for view in sorted(self.views):
+            self.session.catalog.dropTempView(view)

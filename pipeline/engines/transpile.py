@@ -245,7 +245,10 @@ def qualify_as_subquery(tree: exp.Expression) -> exp.Expression:
             .from_(inner.subquery("qualified"))
             .where(exp.column("qualify_keep", table="qualified"))
         )
-        select.replace(outer)
+        if select is tree:
+            tree = outer
+        else:
+            select.replace(outer)
     return tree
 
 
