@@ -20,6 +20,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+# bench/profile.py would shadow the standard library's profile (cProfile, which PySpark imports)
+# if this script's folder stayed first on the path: bench modules are imported as bench.*
+sys.path[:] = [item for item in sys.path if Path(item or ".").resolve() != ROOT / "bench"]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 

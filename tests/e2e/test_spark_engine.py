@@ -159,3 +159,37 @@ def _same(kind: str, a: object, b: object) -> bool:
     if kind == "DOUBLE" and isinstance(a, float) and isinstance(b, float):
         return math.isclose(a, b, rel_tol=DOUBLE_RELATIVE) or (math.isnan(a) and math.isnan(b))
     return a == b and type(a) is type(b)
+
+
+def test_catalog_gets_every_published_table(session: Any, tmp_path: Path) -> None:
+    from pipeline.engines.spark import TELEMETRY_VIEWS, SparkEngine
+    from pipeline.runner import build, parse_model
+
+    engine = SparkEngine(session, SparkOptions(catalog="spark_catalog"), tmp_path)
+    for name in TELEMETRY_VIEWS:
+        session.sql("select 'a1' as attempt_id").createOrReplaceTempView(f"raw__{name}")
+    models = [
+        parse_model("staging", name, f"-- T.\n-- grain: x\nselect * from raw.{name}")
+        for name in TELEMETRY_VIEWS
+    ]
+    models.append(
+        parse_model(
+            "marts",
+            "money",
+            "-- M.\n-- grain: x\nselect cast(1 as decimal(38, 10)) / 3 as share, "
+            "cast(0.1 as decimal(38, 10)) + cast(0.2 as decimal(38, 10)) as cost "
+            "from staging.attempts",
+        )
+    )
+    report = build(engine, models)
+    assert len(report.seconds) == 5
+    rows = engine.finish(duckdb.connect(), models)
+    assert rows == {"marts.money": 1, **{f"telemetry.{name}": 1 for name in TELEMETRY_VIEWS}}
+    table = session.table("spark_catalog.marts.money")
+    assert [(field.name, field.dataType.simpleString()) for field in table.schema] == [
+        ("share", "double"),
+        ("cost", "decimal(38,10)"),
+    ]
+    assert table.collect()[0]["cost"] == Decimal("0.3000000000")
+    engine.close()
+    assert not session.catalog.tableExists("marts__money")
