@@ -183,6 +183,11 @@ def test_catalog_gets_every_published_table(session: Any, tmp_path: Path) -> Non
     )
     report = build(engine, models)
     assert len(report.seconds) == 5
+    failing = parse_model("checks", "c", "-- C.\n-- grain: x\nselect * from marts.money")
+    result = engine.check(failing)
+    assert result is not None
+    assert (result.columns, result.total) == (["share", "cost"], 1)
+    assert result.rows == [(1 / 3, Decimal("0.3000000000"))]
     rows = engine.finish(duckdb.connect(), models)
     assert rows == {"marts.money": 1, **{f"telemetry.{name}": 1 for name in TELEMETRY_VIEWS}}
     table = session.table("spark_catalog.marts.money")
