@@ -132,7 +132,7 @@ class SparkEngine:
                 frame = self.session.read.parquet(str(target))
             else:
                 frame = self.session.createDataFrame(
-                    con.execute(f"select * from {qualified}").fetch_arrow_table()
+                    con.sql(f"select * from {qualified}").to_arrow_table()
                 )
             self._register(frame, view_name(qualified))
 

@@ -198,3 +198,48 @@ def test_catalog_gets_every_published_table(session: Any, tmp_path: Path) -> Non
     assert table.collect()[0]["cost"] == Decimal("0.3000000000")
     engine.close()
     assert not session.catalog.tableExists("marts__money")
+
+
+def test_a_cluster_session_gets_inputs_and_gives_tables_over_arrow(
+    session: Any, tmp_path: Path
+) -> None:
+    """Not local (no shared disk with the executors): rows travel over Arrow both ways."""
+    from pipeline.engines.spark import TELEMETRY_VIEWS, SparkEngine
+    from pipeline.runner import build, parse_model
+
+    engine = SparkEngine(session, SparkOptions(master="spark://head:7077"), tmp_path)
+    assert not engine.local
+    con = duckdb.connect()
+    con.execute("set TimeZone = 'UTC'")
+    con.execute("create schema raw")
+    con.execute("create schema config")
+    for name in TELEMETRY_VIEWS:
+        con.execute(
+            f"create table raw.{name} as select 'a1' as attempt_id, "
+            "timestamptz '2026-03-01 10:00:00+00' as started_at"
+        )
+    con.execute("create table config.rate as select cast(0.1 as decimal(38, 10)) as cost")
+    engine.load_inputs(con)
+    models = [
+        parse_model("staging", name, f"-- T.\n-- grain: x\nselect * from raw.{name}")
+        for name in TELEMETRY_VIEWS
+    ]
+    models.append(
+        parse_model(
+            "marts",
+            "hours",
+            "-- M.\n-- grain: x\nselect attempts.attempt_id, count(*) as n, "
+            "sum(rate.cost) * 3 as cost, epoch_us(min(attempts.started_at)) as us "
+            "from staging.attempts cross join config.rate group by attempts.attempt_id",
+        )
+    )
+    build(engine, models)
+    assert engine.finish(con, models) is None
+    # DuckDB's types for the model (count(*) is BIGINT, the product DECIMAL(38, 10)), Spark's rows
+    assert con.execute("select * from marts.hours").fetchall() == [
+        ("a1", 1, Decimal("0.3000000000"), 1772359200000000)
+    ]
+    kinds = [str(row[1]) for row in con.execute("describe marts.hours").fetchall()]
+    assert kinds == ["VARCHAR", "BIGINT", "DECIMAL(38,10)", "BIGINT"]
+    assert con.execute("select attempt_id from staging.experiments").fetchall() == [("a1",)]
+    engine.close()
