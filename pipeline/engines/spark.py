@@ -112,6 +112,7 @@ class SparkEngine:
         self.errors = spark_errors()
         self.local = is_local(options)
         self.views: set[str] = set()
+        self.config_tables: list[str] = []  # config.*, published with the models in a catalog
 
     def load_inputs(self, con: duckdb.DuckDBPyConnection) -> None:
         """Register the raw.* and config.* relations of the DuckDB build database in Spark."""
@@ -122,6 +123,8 @@ class SparkEngine:
         ).fetchall()
         for schema, name in relations:
             qualified = f"{schema}.{name}"
+            if schema == "config":
+                self.config_tables.append(qualified)
             if self.local:
                 # a local session reads Parquet files; a cluster cannot see this machine's disk
                 target = self.scratch / "inputs" / f"{qualified}.parquet"
@@ -217,7 +220,7 @@ class SparkEngine:
         """Overwrite `<catalog>.<schema>.<table>` for every published relation; rows per table."""
         catalog = self.options.catalog
         rows = {}
-        for qualified in self.published(models):
+        for qualified in [*self.config_tables, *self.published(models)]:
             schema, name = qualified.split(".", 1)
             if schema == "staging":
                 schema = "telemetry"

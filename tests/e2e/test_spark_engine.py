@@ -242,4 +242,9 @@ def test_a_cluster_session_gets_inputs_and_gives_tables_over_arrow(
     kinds = [str(row[1]) for row in con.execute("describe marts.hours").fetchall()]
     assert kinds == ["VARCHAR", "BIGINT", "DECIMAL(38,10)", "BIGINT"]
     assert con.execute("select attempt_id from staging.experiments").fetchall() == [("a1",)]
+    # with a catalog, the settings go there too, beside the models and the telemetry
+    engine.options = SparkOptions(master="spark://head:7077", catalog="spark_catalog")
+    rows = engine.write_catalog(models)
+    assert rows["config.rate"] == rows["marts.hours"] == rows["telemetry.attempts"] == 1
+    assert session.table("spark_catalog.config.rate").collect()[0]["cost"] == Decimal("0.1")
     engine.close()
