@@ -252,6 +252,59 @@ def qualify_as_subquery(tree: exp.Expression) -> exp.Expression:
     return tree
 
 
+def list_sums(tree: exp.Expression) -> exp.Expression:
+    """`list_sum(l)` -> `aggregate(filter(l, x -> x is not null), z, (acc, x) -> acc + x)`.
+
+    Spark has no list_sum. The start value z is `first - first` of the non-NULL elements: zero of
+    the element's own type (DECIMAL(38, s) stays DECIMAL(38, s)), NULL for a list with no
+    non-NULL element, as DuckDB's list_sum gives. A narrower DECIMAL element would widen on each
+    addition, which Spark's aggregate refuses: cast elements to DECIMAL(38, s) first.
+    """
+    for node in list(tree.find_all(exp.Anonymous)):
+        if node.name.lower() != "list_sum" or len(node.expressions) != 1:
+            continue
+        item, total = exp.to_identifier("list_item"), exp.to_identifier("list_total")
+        present = exp.Anonymous(
+            this="filter",
+            expressions=[
+                node.expressions[0].copy(),
+                exp.Lambda(this=exp.column(item).is_(exp.null()).not_(), expressions=[item]),
+            ],
+        )
+        first = exp.Anonymous(
+            this="try_element_at", expressions=[present.copy(), exp.Literal.number(1)]
+        )
+        start = exp.Sub(this=first, expression=first.copy())
+        add = exp.Lambda(
+            this=exp.Add(this=exp.column(total), expression=exp.column(item)),
+            expressions=[total, item.copy()],
+        )
+        node.replace(exp.Anonymous(this="aggregate", expressions=[present, start, add]))
+    return tree
+
+
+def local_to_instant(tree: exp.Expression) -> exp.Expression:
+    """`timezone(zone, timestamp)` -> `to_utc_timestamp(timestamp, zone)`: wall time in a zone.
+
+    Only a plain TIMESTAMP (a cast to timestamp, plus or minus an interval) is known to be wall
+    time; DuckDB's timezone() of a TIMESTAMPTZ does the opposite, so anything else raises.
+    """
+    for node in list(tree.find_all(exp.Anonymous)):
+        if node.name.lower() != "timezone" or len(node.expressions) != 2:
+            continue
+        zone, value = node.expressions
+        wall = value.this if isinstance(value, exp.Add | exp.Sub) else value
+        if not (
+            isinstance(wall, exp.Cast)
+            and wall.to.is_type(exp.DataType.Type.TIMESTAMPNTZ, exp.DataType.Type.TIMESTAMP)
+        ):
+            raise UnsupportedError(f"timezone() of a non-TIMESTAMP: {node.sql('duckdb')}")
+        node.replace(
+            exp.Anonymous(this="to_utc_timestamp", expressions=[value.copy(), zone.copy()])
+        )
+    return tree
+
+
 # applied in this order to the DuckDB syntax tree, before sqlglot writes Spark SQL
 REWRITES: tuple[tuple[str, Rewrite], ...] = (
     ("qualified_names", qualified_names),
@@ -262,6 +315,8 @@ REWRITES: tuple[tuple[str, Rewrite], ...] = (
     ("exclusive_ranges", exclusive_ranges),
     ("safe_subscripts", safe_subscripts),
     ("epoch_functions", epoch_functions),
+    ("list_sums", list_sums),
+    ("local_to_instant", local_to_instant),
     ("micro_intervals", micro_intervals),
     ("hugeint_as_decimal", hugeint_as_decimal),
     ("integer_sign", integer_sign),

@@ -94,6 +94,15 @@ SAME_ANSWER = {
         "qualify t.x > 1 order by t.x"
     ),
     "qualified_names": "select count(*) as n from (values (1)) as t(x)",
+    "list_sums": (
+        "select list_sum([cast(1.5 as decimal(38, 10)), null, cast(2.25 as decimal(38, 10))]) "
+        "as s, list_sum(list_filter([1, 2], lambda v: v > 5)) as none, "
+        "list_sum(list_transform([{'a': 2}, {'a': 3}], lambda c: c.a)) as fields"
+    ),
+    "local_to_instant": (
+        "select epoch_us(timezone('America/Los_Angeles', "
+        "cast(strptime('20260301', '%Y%m%d') as timestamp) + interval 1 month)) as us"
+    ),
 }
 
 

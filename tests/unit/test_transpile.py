@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,12 @@ from pipeline.runner import discover, parse_model
 from pipeline.scenario import CONFIG
 
 REPO = Path(__file__).resolve().parents[2]
+# Spark's builtin functions (`show system functions` of a Spark 4.1.1 session), stored once
+SPARK_FUNCTIONS = frozenset(
+    line
+    for line in (Path(__file__).with_name("spark_functions.txt")).read_text("utf-8").splitlines()
+    if line and not line.startswith("#")
+)
 
 
 def _generated_models(tmp_path: Path) -> list:
@@ -37,10 +44,34 @@ def test_every_model_transpiles_to_spark_sql(tmp_path: Path) -> None:
         except Exception as error:  # any error names the model
             failures[model.qualified] = f"{type(error).__name__}: {error}"
             continue
+        unknown = sorted(set(_called_functions(spark_sql)) - SPARK_FUNCTIONS)
+        if unknown:  # a DuckDB function sqlglot passed through by name: Spark cannot resolve it
+            failures[model.qualified] = f"functions Spark does not have: {unknown}"
         # no schema-qualified relation survives: Spark reads the layer__name temp views
         tables = sqlglot.parse_one(spark_sql, read="spark").find_all(exp.Table)
         assert [table.sql() for table in tables if table.db] == [], model.qualified
     assert failures == {}
+
+
+def _called_functions(spark_sql: str) -> list[str]:
+    """The name of every function a Spark SQL statement calls, lowercase."""
+    names = []
+    for node in sqlglot.parse_one(spark_sql, read="spark").find_all(exp.Func):
+        match = re.match(r"([A-Za-z_][A-Za-z0-9_]*)\(", node.sql(dialect="spark"))
+        if match:
+            names.append(match.group(1).lower())
+    return names
+
+
+def test_function_check_catches_duckdb_only_functions() -> None:
+    assert len(SPARK_FUNCTIONS) > 400
+    called = _called_functions(
+        to_spark("select list_sum(l), starts_with(s, 'a'), sum(x) over () from t")
+    )
+    assert "startswith" in called and "sum" in called and "aggregate" in called
+    # what sqlglot passes through unchanged is caught: Spark has neither
+    passed = _called_functions("SELECT LIST_SUM(l), TIMEZONE('UTC', t) FROM t")
+    assert sorted(set(passed) - SPARK_FUNCTIONS) == ["list_sum", "timezone"]
 
 
 def test_rewrites_are_named_and_each_is_tested_here() -> None:
@@ -159,3 +190,20 @@ def test_a_model_that_cannot_be_written_names_the_construct() -> None:
     model = parse_model("marts", "m", "-- M.\n-- grain: x\nselect list(v order by w) as l from t")
     with pytest.raises(UnsupportedError, match=r"list\(\) ordered by another column"):
         to_spark(model.sql)
+
+
+def test_list_sums() -> None:
+    assert to_spark("select list_sum(l) from x") == (
+        "SELECT AGGREGATE(FILTER(l, list_item -> NOT list_item IS NULL), "
+        "TRY_ELEMENT_AT(FILTER(l, list_item -> NOT list_item IS NULL), 1) - "
+        "TRY_ELEMENT_AT(FILTER(l, list_item -> NOT list_item IS NULL), 1), "
+        "(list_total, list_item) -> list_total + list_item) FROM x"
+    )
+
+
+def test_local_to_instant() -> None:
+    assert to_spark("select timezone('Europe/Paris', cast(d as timestamp) + interval 1 month)") == (
+        "SELECT TO_UTC_TIMESTAMP(CAST(d AS TIMESTAMP_NTZ) + INTERVAL '1' MONTH, 'Europe/Paris')"
+    )
+    with pytest.raises(UnsupportedError, match="non-TIMESTAMP"):
+        to_spark("select timezone('Europe/Paris', t) from x")
