@@ -1,6 +1,7 @@
 """Benchmark `runcost run` at a given scale: per-stage time, rows/s and peak memory, with baselines.
 
     python bench/run.py --rows 10_000_000 [--skew] [--memory-limit 4GB] [--out bench/out/x.json]
+    python bench/run.py --rows 1_000_000 --engine spark --no-pandas --no-floor
 
 Every measured part runs in a child process (this file with --child) so its peak RSS is its own.
 """
@@ -19,6 +20,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+# bench/profile.py would shadow the standard library's profile (cProfile, which PySpark imports)
+# if this script's folder stayed first on the path: bench modules are imported as bench.*
+sys.path[:] = [item for item in sys.path if Path(item or ".").resolve() != ROOT / "bench"]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
@@ -40,6 +44,7 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--skew", action="store_true", help="long nodes, many short attempts")
     parser.add_argument("--memory-limit", default=None, help="warehouse.memory_limit, e.g. 4GB")
     parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--engine", choices=("duckdb", "spark"), default="duckdb")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--out", type=Path, default=None, help="JSON result file")
     parser.add_argument("--data", type=Path, default=OUT / "data", help="dataset cache folder")
@@ -88,6 +93,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     if args.threads:
         text = text.replace("[warehouse]\n", f"[warehouse]\nthreads = {args.threads}\n")
+    if args.engine != "duckdb":
+        text = f'engine = "{args.engine}"\n' + text
+    result["engine"] = args.engine
     config.write_text(text, encoding="utf-8")
     extra = ["--dataset", str(dataset), "--warehouse", str(config)]
     if args.memory_limit:
@@ -102,7 +110,8 @@ def main(argv: list[str] | None = None) -> int:
     shutil.rmtree(warehouse.parent, ignore_errors=True)
     result["repeat_identical"] = _compare_with_previous(dataset, result["pipeline"])
     summarize(result)
-    out = args.out or OUT / f"{spec.key()}-{args.memory_limit or 'nolimit'}.json"
+    engine = "" if args.engine == "duckdb" else f"-{args.engine}"
+    out = args.out or OUT / f"{spec.key()}-{args.memory_limit or 'nolimit'}{engine}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2, default=str) + "\n", encoding="utf-8")
     print(render(result))
@@ -190,7 +199,7 @@ def render(result: dict) -> str:
     lines = [
         f"{result['spec']['rows']:,} requested, {rows:,} cost lines, "
         f"{result['expected']['attempts']:,} attempts, "
-        f"{'skew' if result['spec']['skew'] else 'uniform'}, "
+        f"{'skew' if result['spec']['skew'] else 'uniform'}, engine={result.get('engine')}, "
         f"memory_limit={result['memory_limit']}, load {result['machine']['load_average']}",
         f"{'stage':<12} {'seconds':>9} {'CPU s':>8} {'rows/s':>12} {'peak RSS MB':>12}",
     ]

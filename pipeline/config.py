@@ -16,6 +16,7 @@ from pipeline.config_periods import WAREHOUSE_KEYS as PERIOD_WAREHOUSE_KEYS
 from pipeline.config_periods import PeriodSettings, parse_period_settings
 from pipeline.config_pools import DEFAULT_EXCLUDE, Pool, parse_allocation, parse_pools
 from pipeline.config_values import is_url, string_list
+from pipeline.engines.options import SparkOptions, parse_engine
 from pipeline.errors import ConfigError
 
 DEFAULT_CONFIG_NAME = "runcost.toml"
@@ -70,6 +71,8 @@ class Config:
     economics: Economics = field(default_factory=Economics)
     gcp: GcpSettings = field(default_factory=GcpSettings)
     periods: PeriodSettings = field(default_factory=PeriodSettings)
+    engine: str = "duckdb"
+    spark: SparkOptions = field(default_factory=SparkOptions)
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def fingerprint(self) -> str:
@@ -136,7 +139,7 @@ def load_config(path: Path | str | None = None) -> Config:
 def parse_config(data: dict[str, Any], base: Path, path: Path | None = None) -> Config:
     """Validate a parsed TOML document; relative paths are taken from ``base``."""
     where = str(path) if path else "runcost.toml"
-    allowed_top = {*_SECTIONS, "pools", "focus", "allocation"}
+    allowed_top = {*_SECTIONS, "pools", "focus", "allocation", "engine", "spark"}
     for key in data:
         if key not in allowed_top:
             raise ConfigError(
@@ -222,6 +225,7 @@ def parse_config(data: dict[str, Any], base: Path, path: Path | None = None) -> 
 
     pools = parse_pools(data.get("pools", []), where)
     allocation_exclude = parse_allocation(data.get("allocation", {}), where)
+    engine, spark = parse_engine(data, where)
 
     return Config(
         path=path,
@@ -250,6 +254,8 @@ def parse_config(data: dict[str, Any], base: Path, path: Path | None = None) -> 
         economics=_parse_economics(data.get("economics", {}), where),
         gcp=parse_gcp(data.get("gcp", {}), base, where),
         periods=parse_period_settings(data, base, where),
+        engine=engine,
+        spark=spark,
         raw=data,
     )
 

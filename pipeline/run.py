@@ -17,6 +17,8 @@ import duckdb
 
 from pipeline import __version__
 from pipeline.config import Config
+from pipeline.engines.base import Engine
+from pipeline.engines.factory import open_engine
 from pipeline.errors import CheckFailed
 from pipeline.history import load_previous, previous_folder, register_deliveries, set_clock
 from pipeline.ingest.aws_cur2 import Delivery, ingest_aws_exports
@@ -222,6 +224,7 @@ def _run(
 
     database_path = run_dir / "build.duckdb"
     con = _connect(database_path, run_dir, config)
+    engine: Engine | None = None
     try:
         write_settings(con, config)
         register_sources(con, deliveries, telemetry)
@@ -232,10 +235,10 @@ def _run(
         models = discover() + pool_models(config)
         manifest["code_hash"] = code_hash(models)
         _save_generated(run_dir, [model for model in models if model.path is None])
-        report = _build(con, models, events)
-        log_pool_warnings(con)
-        check_invoice_currencies(con, config.periods.invoice_file)
-        note_clock_skew(con, clock)
+        engine = open_engine(config, con, run_dir / "tmp")
+        report = _build(engine, models, events)
+        if engine.name == "duckdb":  # the built tables are in con now (Spark's come with finish)
+            _inspect_build(con, config, clock)
         manifest["model_seconds"] = _rounded(report.seconds)
         manifest["checks"] = {
             name: "failed" if any(item[0] == name for item in report.check_failures) else "passed"
@@ -248,6 +251,13 @@ def _run(
             _write_manifest(run_dir, manifest)
             raise CheckFailed(report.check_failures, str(database_path))
 
+        catalog_rows = engine.finish(con, models)
+        if catalog_rows is not None:  # spark.catalog: the tables went there, not to a snapshot
+            con.close()
+            _discard_build(run_dir, database_path)
+            return _published_to_catalog(config, manifest, deliveries, report, events, catalog_rows)
+        if engine.name != "duckdb":
+            _inspect_build(con, config, clock)
         manifest["totals"] = totals(con)
         manifest["periods"] = period_statuses(con)
         manifest["estimates"] = estimate_summary(con)
@@ -278,11 +288,11 @@ def _run(
             hashes, contents = served_history(folder, hashes, contents)
             events.done("publish", f"no change; snapshot {same_as} stays current")
     finally:
+        if engine is not None:
+            engine.close()
         con.close()
 
-    database_path.unlink(missing_ok=True)
-    Path(f"{database_path}.wal").unlink(missing_ok=True)
-    shutil.rmtree(run_dir / "tmp", ignore_errors=True)
+    _discard_build(run_dir, database_path)
     pause("manifest")
     manifest.update(
         status=status,
@@ -308,7 +318,7 @@ def _run(
     )
 
 
-def _build(con: duckdb.DuckDBPyConnection, models: list[Model], events: _Events) -> BuildReport:
+def _build(engine: Engine, models: list[Model], events: _Events) -> BuildReport:
     checks = [model for model in models if model.layer == "checks"]
     events.start("build", "SQL models", total=len(models) - len(checks))
     checking = False
@@ -320,7 +330,7 @@ def _build(con: duckdb.DuckDBPyConnection, models: list[Model], events: _Events)
             events.start("checks", "invariants", total=len(checks))
         events.step("checks" if model.layer == "checks" else "build", model.qualified)
 
-    report = build(con, models, on_model=on_model)
+    report = build(engine, models, on_model=on_model)
     # checks may interleave with models in dependency order: time each stage by its models
     seconds = sum(value for name, value in report.seconds.items() if name.startswith("checks."))
     built = len(report.seconds) - len(checks)
@@ -330,6 +340,45 @@ def _build(con: duckdb.DuckDBPyConnection, models: list[Model], events: _Events)
     failed = len(report.check_failures)
     events.done("checks", f"{len(checks) - failed} passed, {failed} failed", seconds)
     return report
+
+
+def _discard_build(run_dir: Path, database_path: Path) -> None:
+    database_path.unlink(missing_ok=True)
+    Path(f"{database_path}.wal").unlink(missing_ok=True)
+    shutil.rmtree(run_dir / "tmp", ignore_errors=True)
+
+
+def _inspect_build(con: duckdb.DuckDBPyConnection, config: Config, clock: datetime) -> None:
+    """Warnings and bad input only the built tables show: overlapping or idle pools, an invoice
+    file in another currency than the bill (InputError), telemetry ahead of the clock."""
+    log_pool_warnings(con)
+    check_invoice_currencies(con, config.periods.invoice_file)
+    note_clock_skew(con, clock)
+
+
+def _published_to_catalog(
+    config: Config,
+    manifest: dict,
+    deliveries: list[Delivery],
+    report: BuildReport,
+    events: _Events,
+    rows: dict[str, int],
+) -> RunResult:
+    """The tables are in spark.catalog; the local snapshot and runcost.duckdb stay as they were."""
+    manifest.update(status="published", catalog=config.spark.catalog, outputs=rows)
+    manifest.update(finished_at=_now(), stage_seconds=_rounded(events.stages))
+    run_dir = config.warehouse / "runs" / manifest["run_id"]
+    current = current_snapshot(config.warehouse)
+    return RunResult(
+        run_id=manifest["run_id"],
+        database=config.warehouse / DATABASE_NAME,
+        snapshot=Path(current["snapshot"]) if current else run_dir,
+        manifest=_write_manifest(run_dir, manifest),
+        deliveries=deliveries,
+        report=report,
+        stage_seconds=dict(events.stages),
+        row_counts=rows,
+    )
 
 
 def pause(point: str) -> None:

@@ -13,6 +13,8 @@ import duckdb
 import sqlglot
 from sqlglot import expressions as exp
 
+from pipeline.engines.base import Engine
+from pipeline.engines.duckdb_engine import DuckDBEngine
 from pipeline.errors import ModelError
 
 LAYERS = ("staging", "normalized", "attribution", "allocation", "marts", "checks")
@@ -145,31 +147,32 @@ class BuildReport:
 
 
 def build(
-    con: duckdb.DuckDBPyConnection,
+    target: duckdb.DuckDBPyConnection | Engine,
     models: list[Model],
     on_model: Callable[[Model], None] | None = None,
 ) -> BuildReport:
-    """Create every model in order; run checks last and collect their failing rows."""
+    """Create every model in order; run checks last and collect their failing rows.
+
+    ``target`` is an engine (pipeline.engines), or a DuckDB connection for the default one.
+    """
+    engine = DuckDBEngine(target) if isinstance(target, duckdb.DuckDBPyConnection) else target
     report = BuildReport()
-    for schema in LAYERS[:-1]:
-        con.execute(f"create schema if not exists {schema}")
+    engine.prepare(LAYERS[:-1])
     for model in order(models):
         if on_model:
             on_model(model)
         started = time.perf_counter()
         try:
             if model.materialization == "check":
-                cursor = con.execute(f"select * from ({model.sql}) limit 20")
-                rows = cursor.fetchall()
+                failed = engine.check(model)
                 report.checks_run.append(model.name)
-                if rows:
-                    columns = [item[0] for item in cursor.description]
-                    total = con.execute(f"select count(*) from ({model.sql})").fetchone()[0]
-                    report.check_failures.append((model.name, columns, rows, total))
+                if failed is not None:
+                    report.check_failures.append(
+                        (model.name, failed.columns, failed.rows, failed.total)
+                    )
             else:
-                kind = model.materialization
-                con.execute(f"create or replace {kind} {model.qualified} as\n{model.sql}")
-        except duckdb.Error as error:
+                engine.create(model)
+        except engine.errors as error:
             where = model.path or model.qualified
             raise ModelError(f"{where}: building {model.qualified} failed: {error}") from error
         report.seconds[model.qualified] = time.perf_counter() - started

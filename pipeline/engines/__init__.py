@@ -1,0 +1,1 @@
+"""Engines that build the SQL models: DuckDB (default) and Spark (the `spark` extra)."""

@@ -1,0 +1,293 @@
+"""The same models on Spark (local[*], PySpark from PyPI): every published table equals DuckDB's."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import sys
+from collections.abc import Iterator
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+
+from pipeline.config import load_config
+from pipeline.engines.options import SparkOptions
+from pipeline.engines.transpile import to_spark
+from pipeline.run import run_pipeline
+from pipeline.scenario import write_scenario
+
+pytest.importorskip("pyspark", reason="the Spark engine needs the spark extra")
+if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+    pytest.skip(
+        "PySpark needs a Java runtime, 17 or later (.ci/run installs one)", allow_module_level=True
+    )
+
+# a small local session: one shuffle partition is plenty for the demo world's rows
+TEST_CONF = (
+    '[spark.conf]\n"spark.sql.shuffle.partitions" = 1\n"spark.default.parallelism" = 1\n'
+    '"spark.sql.adaptive.enabled" = false\n'
+)
+# DOUBLE columns (shares, hours, ratios) may differ in the last bits: Spark's double -> decimal
+# cast and Java's exp() are not DuckDB's (docs/scale.md); money and everything else is exact
+DOUBLE_RELATIVE = 1e-12
+
+
+@pytest.fixture(scope="module")
+def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    from pipeline.engines.spark import open_session
+
+    conf = {"spark.sql.shuffle.partitions": "1", "spark.default.parallelism": "1"}
+    spark, _started = open_session(SparkOptions(conf=conf), tmp_path_factory.mktemp("spark"))
+    yield spark
+    spark.stop()
+
+
+def _duckdb_rows(sql: str) -> list[tuple]:
+    con = duckdb.connect()
+    con.execute("set TimeZone = 'UTC'")
+    return [tuple(row) for row in con.execute(sql).fetchall()]
+
+
+def _spark_rows(session: Any, sql: str) -> list[tuple]:
+    return [tuple(row) for row in session.sql(to_spark(sql)).collect()]
+
+
+# each named rewrite, run on both engines: same rows
+SAME_ANSWER = {
+    "division_as_double": "select cast(1 as decimal(38, 10)) / cast(3 as decimal(38, 10)) as q",
+    "epoch_functions": (
+        "select epoch(timestamptz '2026-03-01 10:00:01.25+00') as s, "
+        "epoch_us(timestamptz '2026-03-01 10:00:01.25+00') as us"
+    ),
+    "micro_intervals": (
+        "select epoch_us(timestamptz '2026-03-01 00:00:00+00' + "
+        "to_microseconds(cast(1.5 * 86400000000 as bigint))) as us"
+    ),
+    "hugeint_as_decimal": (
+        "select cast(cast(12345678.1234567891 as decimal(38, 10)) * 10000000000 as hugeint) as h"
+    ),
+    "integer_sign": "select sign(cast(-123456789012345678 as decimal(38, 0))) * 3 as s",
+    "safe_subscripts": (
+        "select list_filter([0, 4, 5], lambda v: v > 3)[1] as first, "
+        "list_filter([0], lambda v: v > 3)[1] as none"
+    ),
+    "exclusive_ranges": (
+        "select epoch_us(hours.h) as us from (select unnest(range("
+        "timestamptz '2026-03-01 10:00:00+00', timestamptz '2026-03-01 12:30:00+00', "
+        "interval 1 hour)) as h) as hours order by us"
+    ),
+    "window_filters": (
+        "select t.x, sum(t.x) filter (where t.x > 1) over () as s, "
+        "count(*) filter (where t.x > 2) over () as c from (values (1), (2), (3)) as t(x) "
+        "order by t.x"
+    ),
+    "ordered_lists": (
+        "select list(distinct t.x order by t.x) as xs from (values (3), (1), (3), (2)) as t(x)"
+    ),
+    "zipped_unnests": "select unnest(['a', 'b']) as name, unnest([1, 2]) as rank",
+    "qualify_as_subquery": (
+        "select t.x, sum(t.x) over () as total from (values (1), (2), (3)) as t(x) "
+        "qualify t.x > 1 order by t.x"
+    ),
+    "qualified_names": "select count(*) as n from (values (1)) as t(x)",
+    "list_sums": (
+        "select list_sum([cast(1.5 as decimal(38, 10)), null, cast(2.25 as decimal(38, 10))]) "
+        "as s, list_sum(list_filter([1, 2], lambda v: v > 5)) as none, "
+        "list_sum(list_transform([{'a': 2}, {'a': 3}], lambda c: c.a)) as fields"
+    ),
+    "local_to_instant": (
+        "select epoch_us(timezone('America/Los_Angeles', "
+        "cast(strptime('20260301', '%Y%m%d') as timestamp) + interval 1 month)) as us"
+    ),
+}
+
+
+@pytest.mark.parametrize("rewrite", sorted(SAME_ANSWER))
+def test_rewrite_gives_duckdbs_answer_on_spark(session: Any, rewrite: str) -> None:
+    sql = SAME_ANSWER[rewrite]
+    expected = _duckdb_rows(sql)
+    assert expected  # a case that returns nothing proves nothing
+    assert _normalized(_spark_rows(session, sql)) == _normalized(expected)
+
+
+def _normalized(rows: list[tuple]) -> list[tuple]:
+    return [
+        tuple(int(v) if isinstance(v, Decimal) and v == v.to_integral() else v for v in row)
+        for row in rows
+    ]
+
+
+@pytest.mark.slow
+def test_demo_world_gives_the_same_tables_on_both_engines(tmp_path: Path) -> None:
+    duckdb_run = _same_tables_on_both_engines(write_scenario(tmp_path / "world"))
+    assert len(duckdb_run.row_counts) >= 30
+
+
+@pytest.mark.slow
+def test_gcp_world_gives_the_same_tables_on_both_engines(tmp_path: Path) -> None:
+    """Credits arrays, label maps, invoice months in Pacific time: the GCP staging models."""
+    from pipeline.scenario.gcp_scenario import write_gcp_scenario
+
+    duckdb_run = _same_tables_on_both_engines(write_gcp_scenario(tmp_path / "world"))
+    con = duckdb.connect(str(duckdb_run.database), read_only=True)
+    gcp = con.execute("select count(*) from normalized.cost_lines where provider = 'gcp'")
+    assert gcp.fetchone()[0] > 0
+
+
+@pytest.mark.slow
+def test_focus_world_gives_the_same_tables_on_both_engines(tmp_path: Path) -> None:
+    """FOCUS CSV and Parquet files: JSON tags as maps, credits as their own rows."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/focus_world.py
+    from focus_world import write_focus_world
+
+    duckdb_run = _same_tables_on_both_engines(write_focus_world(tmp_path / "world"))
+    con = duckdb.connect(str(duckdb_run.database), read_only=True)
+    assert con.execute("select count(*) from normalized.focus").fetchone()[0] > 0
+
+
+def _same_tables_on_both_engines(config_file: Path) -> Any:
+    """Run the world on DuckDB, then on Spark; every published table equal row for row."""
+    duckdb_run = run_pipeline(load_config(config_file))
+    spark_file = config_file.with_name("runcost-spark.toml")
+    text = config_file.read_text(encoding="utf-8").replace(
+        'path = "warehouse"', 'path = "warehouse-spark"'
+    )
+    assert text != config_file.read_text(encoding="utf-8")  # not the same warehouse
+    spark_file.write_text('engine = "spark"\n' + text + TEST_CONF, encoding="utf-8")
+    # the deliveries DuckDB's run ingested, not a second ingest: a file without a delivery time
+    # (GCP, FOCUS) is stamped with its ingest time, which would differ by seconds
+    shutil.copytree(
+        config_file.with_name("warehouse") / "raw", config_file.with_name("warehouse-spark") / "raw"
+    )
+    spark_run = run_pipeline(load_config(spark_file))
+
+    assert spark_run.status == duckdb_run.status == "published"
+    assert spark_run.row_counts == duckdb_run.row_counts
+    manifest = json.loads(spark_run.manifest.read_text(encoding="utf-8"))
+    assert set(manifest["checks"].values()) == {"passed"}
+    left = duckdb.connect(str(duckdb_run.database), read_only=True)
+    right = duckdb.connect(str(spark_run.database), read_only=True)
+    for table in duckdb_run.row_counts:
+        columns = left.execute(f"describe {table}").fetchall()
+        assert right.execute(f"describe {table}").fetchall() == columns, table
+        kinds = [str(column[1]) for column in columns]
+        expected, actual = _sorted_rows(left, table), _sorted_rows(right, table)
+        for want, got in zip(expected, actual, strict=True):
+            for name, kind, a, b in zip((c[0] for c in columns), kinds, want, got, strict=True):
+                assert _same(kind, a, b), (table, name, a, b)
+        if "DOUBLE" not in " ".join(kinds):
+            # identical, not close: the same content hash as DuckDB's table
+            assert spark_run.content_hashes[table] == duckdb_run.content_hashes[table], table
+    money = left.execute("select sum(effective_cost) from marts.attempt_costs").fetchone()[0]
+    assert right.execute("select sum(effective_cost) from marts.attempt_costs").fetchone()[0] == (
+        money
+    )
+    assert isinstance(money, Decimal) and money > 0
+    return duckdb_run
+
+
+def _sorted_rows(con: duckdb.DuckDBPyConnection, table: str) -> list[tuple]:
+    def key(row: tuple) -> str:  # doubles that differ in the last bits sort alike
+        return repr(tuple(f"{value:.9g}" if isinstance(value, float) else value for value in row))
+
+    return sorted(con.execute(f"select * from {table}").fetchall(), key=key)
+
+
+def _same(kind: str, a: object, b: object) -> bool:
+    if kind == "DOUBLE" and isinstance(a, float) and isinstance(b, float):
+        return math.isclose(a, b, rel_tol=DOUBLE_RELATIVE) or (math.isnan(a) and math.isnan(b))
+    return a == b and type(a) is type(b)
+
+
+def test_catalog_gets_every_published_table(session: Any, tmp_path: Path) -> None:
+    from pipeline.engines.spark import TELEMETRY_VIEWS, SparkEngine
+    from pipeline.runner import build, parse_model
+
+    engine = SparkEngine(session, SparkOptions(catalog="spark_catalog"), tmp_path)
+    for name in TELEMETRY_VIEWS:
+        session.sql("select 'a1' as attempt_id").createOrReplaceTempView(f"raw__{name}")
+    models = [
+        parse_model("staging", name, f"-- T.\n-- grain: x\nselect * from raw.{name}")
+        for name in TELEMETRY_VIEWS
+    ]
+    models.append(
+        parse_model(
+            "marts",
+            "money",
+            "-- M.\n-- grain: x\nselect cast(1 as decimal(38, 10)) / 3 as share, "
+            "cast(0.1 as decimal(38, 10)) + cast(0.2 as decimal(38, 10)) as cost "
+            "from staging.attempts",
+        )
+    )
+    report = build(engine, models)
+    assert len(report.seconds) == 5
+    failing = parse_model("checks", "c", "-- C.\n-- grain: x\nselect * from marts.money")
+    result = engine.check(failing)
+    assert result is not None
+    assert (result.columns, result.total) == (["share", "cost"], 1)
+    assert result.rows == [(1 / 3, Decimal("0.3000000000"))]
+    rows = engine.finish(duckdb.connect(), models)
+    assert rows == {"marts.money": 1, **{f"telemetry.{name}": 1 for name in TELEMETRY_VIEWS}}
+    table = session.table("spark_catalog.marts.money")
+    assert [(field.name, field.dataType.simpleString()) for field in table.schema] == [
+        ("share", "double"),
+        ("cost", "decimal(38,10)"),
+    ]
+    assert table.collect()[0]["cost"] == Decimal("0.3000000000")
+    engine.close()
+    assert not session.catalog.tableExists("marts__money")
+
+
+def test_a_cluster_session_gets_inputs_and_gives_tables_over_arrow(
+    session: Any, tmp_path: Path
+) -> None:
+    """Not local (no shared disk with the executors): rows travel over Arrow both ways."""
+    from pipeline.engines.spark import TELEMETRY_VIEWS, SparkEngine
+    from pipeline.runner import build, parse_model
+
+    engine = SparkEngine(session, SparkOptions(master="spark://head:7077"), tmp_path)
+    assert not engine.local
+    con = duckdb.connect()
+    con.execute("set TimeZone = 'UTC'")
+    con.execute("create schema raw")
+    con.execute("create schema config")
+    for name in TELEMETRY_VIEWS:
+        con.execute(
+            f"create table raw.{name} as select 'a1' as attempt_id, "
+            "timestamptz '2026-03-01 10:00:00+00' as started_at"
+        )
+    con.execute("create table config.rate as select cast(0.1 as decimal(38, 10)) as cost")
+    engine.load_inputs(con)
+    models = [
+        parse_model("staging", name, f"-- T.\n-- grain: x\nselect * from raw.{name}")
+        for name in TELEMETRY_VIEWS
+    ]
+    models.append(
+        parse_model(
+            "marts",
+            "hours",
+            "-- M.\n-- grain: x\nselect attempts.attempt_id, count(*) as n, "
+            "sum(rate.cost) * 3 as cost, epoch_us(min(attempts.started_at)) as us "
+            "from staging.attempts cross join config.rate group by attempts.attempt_id",
+        )
+    )
+    build(engine, models)
+    assert engine.finish(con, models) is None
+    # DuckDB's types for the model (count(*) is BIGINT, the product DECIMAL(38, 10)), Spark's rows
+    assert con.execute("select * from marts.hours").fetchall() == [
+        ("a1", 1, Decimal("0.3000000000"), 1772359200000000)
+    ]
+    kinds = [str(row[1]) for row in con.execute("describe marts.hours").fetchall()]
+    assert kinds == ["VARCHAR", "BIGINT", "DECIMAL(38,10)", "BIGINT"]
+    assert con.execute("select attempt_id from staging.experiments").fetchall() == [("a1",)]
+    # with a catalog, the settings go there too, beside the models and the telemetry
+    engine.options = SparkOptions(master="spark://head:7077", catalog="spark_catalog")
+    rows = engine.write_catalog(models)
+    assert rows["config.rate"] == rows["marts.hours"] == rows["telemetry.attempts"] == 1
+    assert session.table("spark_catalog.config.rate").collect()[0]["cost"] == Decimal("0.1")
+    engine.close()
