@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import secrets
@@ -41,13 +40,12 @@ from pipeline.run_record import (
     served_history,
     totals,
 )
+from pipeline.run_recovery import recover_dead_runs, write_manifest
 from pipeline.runner import BuildReport, Model, build, discover
 from pipeline.settings import write_settings
 from pipeline.snapshots import (
     DATABASE_NAME,
     current_snapshot,
-    discard_snapshot,
-    recover,
     unchanged_snapshot,
 )
 from pipeline.sources import TELEMETRY_TABLES, register_sources
@@ -114,7 +112,7 @@ def run_pipeline(
     run_id = new_run_id()
     clock = now or datetime.now(UTC)
     with WarehouseLock(config.warehouse, config.lock_timeout_seconds, run_id) as lock:
-        _recover(config.warehouse)
+        recover_dead_runs(config.warehouse)
         run_dir = config.warehouse / "runs" / run_id
         run_dir.mkdir(parents=True)
         stages: dict[str, float] = {"lock": lock.waited} if lock.waited >= 0.5 else {}
@@ -129,7 +127,7 @@ def run_pipeline(
             "status": "running",
             "pid": os.getpid(),
         }
-        _write_manifest(run_dir, manifest)
+        write_manifest(run_dir, manifest)
         events = _Events(progress, on_event, stages)
         try:
             return _run(config, events, run_dir, manifest, clock)
@@ -142,7 +140,7 @@ def run_pipeline(
                 finished_at=_now(),
                 stage_seconds=_rounded(stages),
             )
-            _write_manifest(run_dir, manifest)
+            write_manifest(run_dir, manifest)
             raise
 
 
@@ -248,7 +246,7 @@ def _run(
             manifest.update(
                 status="failed_checks", finished_at=_now(), stage_seconds=_rounded(events.stages)
             )
-            _write_manifest(run_dir, manifest)
+            write_manifest(run_dir, manifest)
             raise CheckFailed(report.check_failures, str(database_path))
 
         catalog_rows = engine.finish(con, models)
@@ -303,7 +301,7 @@ def _run(
         content_hash=snapshot_hash(hashes),
         snapshot=str(folder),
     )
-    manifest_path = _write_manifest(run_dir, manifest)
+    manifest_path = write_manifest(run_dir, manifest)
     return RunResult(
         run_id=run_id,
         database=config.warehouse / DATABASE_NAME,
@@ -373,7 +371,7 @@ def _published_to_catalog(
         run_id=manifest["run_id"],
         database=config.warehouse / DATABASE_NAME,
         snapshot=Path(current["snapshot"]) if current else run_dir,
-        manifest=_write_manifest(run_dir, manifest),
+        manifest=write_manifest(run_dir, manifest),
         deliveries=deliveries,
         report=report,
         stage_seconds=dict(events.stages),
@@ -390,41 +388,6 @@ def pause(point: str) -> None:
     deadline = time.monotonic() + PAUSE_LIMIT
     while marker.exists() and time.monotonic() < deadline:
         time.sleep(0.02)
-
-
-def _recover(warehouse: Path) -> None:
-    """Under the lock: clean what dead runs left and record how they ended."""
-    removed = recover(warehouse)
-    current = current_snapshot(warehouse)
-    current_id = current["run_id"] if current else None
-    for manifest_path in sorted(warehouse.glob("runs/*/manifest.json")):
-        try:
-            manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        if manifest.get("status") != "running":
-            continue
-        run_dir = manifest_path.parent
-        if manifest.get("run_id") == current_id:
-            # it died after its snapshot became current, before writing its outcome
-            manifest.update(status="published", snapshot=current["snapshot"], recovered=True)
-        else:
-            manifest.update(status="interrupted", recovered=True)
-            if discard_snapshot(warehouse, run_dir.name):
-                removed.append(warehouse / "snapshots" / run_dir.name)
-        # a killed build is of no use for inspection (unlike a failed check's): free the disk
-        for leftover in ("build.duckdb", "build.duckdb.wal"):
-            (run_dir / leftover).unlink(missing_ok=True)
-        shutil.rmtree(run_dir / "tmp", ignore_errors=True)
-        log.warning(
-            "run %s stopped without recording its outcome (killed or crashed); marked %s",
-            run_dir.name,
-            manifest["status"],
-            extra={"stage": "recover"},
-        )
-        _write_manifest(run_dir, manifest)
-    for path in removed:
-        log.info("removed %s left by a run that died", path, extra={"stage": "recover"})
 
 
 def _connect(path: Path, run_dir: Path, config: Config) -> duckdb.DuckDBPyConnection:
@@ -445,14 +408,6 @@ def _save_generated(run_dir: Path, models: list[Model]) -> None:
     folder.mkdir(exist_ok=True)
     for model in models:
         (folder / f"{model.qualified}.sql").write_text(model.sql + "\n", encoding="utf-8")
-
-
-def _write_manifest(run_dir: Path, manifest: dict) -> Path:
-    path = run_dir / "manifest.json"
-    temporary = run_dir / ".manifest.json.tmp"
-    temporary.write_text(json.dumps(manifest, indent=2, default=str) + "\n", encoding="utf-8")
-    temporary.replace(path)
-    return path
 
 
 def _rounded(seconds: dict[str, float]) -> dict[str, float]:
