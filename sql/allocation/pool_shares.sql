@@ -13,7 +13,6 @@ rounded as (
         pooled_lines.*,
         pool_driver_weights.attempt_id,
         pool_driver_weights.experiment_id,
-        pool_driver_weights.pool_name,
         pool_driver_weights.share,
         case when pool_driver_weights.takes_remainder then 1 else 2 end as slice_rank,
         cast(pooled_lines.billed_cost * pool_driver_weights.share as decimal(38, 10)) as billed_part,
