@@ -9,7 +9,7 @@ import duckdb
 
 from pipeline.errors import RuncostError
 from pipeline.history import create_history_inputs, load_previous
-from pipeline.publish import TableContent, write_views
+from pipeline.publish import TableContent, recorded_views, write_views
 from pipeline.runner import discover
 from pipeline.snapshots import current_snapshot, kept_snapshots, snapshot_record
 
@@ -51,7 +51,7 @@ def write_snapshot_database(folder: Path, target: Path) -> None:
         )
         for name, entry in record["tables"].items()
     ]
-    write_views(target, folder, contents, record)
+    write_views(target, folder, contents, record, recorded_views(record))
 
 
 def resolve_pair(warehouse: Path, run_a: str | None, run_b: str | None) -> tuple[Path, Path]:

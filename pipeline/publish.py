@@ -7,6 +7,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -34,6 +35,9 @@ from pipeline.snapshots import (
 PUBLISHED_SCHEMAS = ("config", "normalized", "attribution", "allocation", "marts")
 TELEMETRY_VIEWS = ("attempts", "attempt_resources", "attempt_events", "experiments")
 PARTITION_COLUMN = "billing_period"
+# up to this many billing periods, publish copies each one with a filter (see _copy_table)
+MAX_FILTERED_PARTITIONS = 4
+SAFE_PARTITION = re.compile(r"[0-9A-Za-z_-]+")
 LOSSY_TYPES = {"HUGEINT": "DECIMAL(38, 0)", "UHUGEINT": "DECIMAL(38, 0)"}
 
 Checkpoint = Callable[[str], None]
@@ -58,6 +62,16 @@ class TableContent:
     def partition_by(self) -> str | None:
         names = [column for column, _ in self.columns]
         return PARTITION_COLUMN if PARTITION_COLUMN in names and self.rows else None
+
+
+@dataclass(frozen=True)
+class PublishedView:
+    """A model published as a view: runcost.duckdb runs its SQL over the published tables."""
+
+    name: str
+    sql: str
+    columns: tuple[tuple[str, str], ...]
+    content_hash: str
 
 
 @dataclass(frozen=True)
@@ -96,6 +110,49 @@ def content_hash(
     return columns, rows, digest.hexdigest()[:32]
 
 
+def view_contents(
+    con: duckdb.DuckDBPyConnection, views: list[tuple[str, str]]
+) -> list[PublishedView]:
+    """(name, sql) of each model published as a view, with its columns and a hash of both.
+
+    A view holds no rows of its own: its content is its tables' content, which their hashes
+    cover, and its definition, which this hash covers.
+    """
+    published = []
+    for name, sql in views:
+        columns = tuple(
+            (str(row[0]), str(row[1])) for row in con.execute(f"describe {name}").fetchall()
+        )
+        digest = hashlib.sha256(f"{HASH_ALGORITHM}|view|{columns!r}|{sql}".encode())
+        published.append(PublishedView(name, sql, columns, digest.hexdigest()[:32]))
+    return published
+
+
+def view_record(views: list[PublishedView]) -> dict[str, dict[str, object]]:
+    """snapshot.json's entry for the published views."""
+    return {
+        view.name: {
+            "sql": view.sql,
+            "columns": [list(column) for column in view.columns],
+            "content_hash": view.content_hash,
+        }
+        for view in views
+    }
+
+
+def recorded_views(record: dict) -> list[PublishedView]:
+    """The published views a snapshot.json lists (none in snapshots older than views)."""
+    return [
+        PublishedView(
+            name,
+            str(entry["sql"]),
+            tuple((str(column), str(kind)) for column, kind in entry["columns"]),
+            str(entry["content_hash"]),
+        )
+        for name, entry in record.get("views", {}).items()
+    ]
+
+
 def snapshot_hash(hashes: dict[str, str]) -> str:
     """One hash over every table's hash: equal when every table's content is equal."""
     text = json.dumps(sorted(hashes.items()))
@@ -109,6 +166,7 @@ def publish(
     contents: list[TableContent] | None = None,
     checkpoint: Checkpoint | None = None,
     retention_days: int = 0,
+    views: list[PublishedView] | None = None,
 ) -> Snapshot:
     """Write the snapshot beside the current one and make it current in one atomic step.
 
@@ -117,6 +175,7 @@ def publish(
     """
     reached = checkpoint or (lambda _point: None)
     contents = contents if contents is not None else table_contents(con)
+    views = views or []
     snapshots = warehouse / "snapshots"
     staging = snapshots / f".{run_id}.partial"
     folder = snapshots / run_id
@@ -129,6 +188,7 @@ def publish(
         for table in contents:
             _copy_table(con, table, staging)
         hashes = {table.name: table.content_hash for table in contents}
+        hashes.update({view.name: view.content_hash for view in views})
         record = {
             "run_id": run_id,
             "published_at": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -144,6 +204,7 @@ def publish(
                 }
                 for table in contents
             },
+            "views": view_record(views),
         }
         write_durably(staging / SNAPSHOT_RECORD, json.dumps(record, indent=2) + "\n")
         sync_tree(staging)
@@ -152,7 +213,7 @@ def publish(
         sync_directory(snapshots)
         reached("publish:database")
         temporary.unlink(missing_ok=True)
-        _write_views(temporary, folder, contents, record)
+        _write_views(temporary, folder, contents, record, views)
         sync_file(temporary)
     except (OSError, duckdb.Error) as error:
         _discard(staging, temporary)
@@ -186,13 +247,46 @@ def _copy_table(con: duckdb.DuckDBPyConnection, table: TableContent, staging: Pa
     target = staging / _relative_path(table)
     target.parent.mkdir(parents=True, exist_ok=True)
     options = "format parquet, compression zstd"
-    if table.partition_by:
-        # hive layout, one folder per billing period: a dashboard reads only the periods it asks
-        # for. PARTITION_BY buffers rows per partition; flushing at one row group (not 512k
-        # rows) halved peak memory at 5 M rows over 6 periods (1.1 GB -> 0.5 GB)
-        options += f", partition_by ({table.partition_by}), filename_pattern 'part_{{i}}'"
+    query = _parquet_query(table)
+    if not table.partition_by:
+        con.execute(f"copy ({query}) to '{sql_path(target)}' ({options})")
+        return
+    # hive layout, one folder per billing period: a dashboard reads only the periods it asks for
+    values = _partition_values(con, table)
+    if values is None:
+        # PARTITION_BY buffers rows per partition; flushing at one row group (not 512k rows)
+        # halved peak memory at 5 M rows over 6 periods (1.1 GB -> 0.5 GB)
         con.execute("set partitioned_write_flush_threshold = 122880")
-    con.execute(f"copy ({_parquet_query(table)}) to '{sql_path(target)}' ({options})")
+        options += f", partition_by ({table.partition_by}), filename_pattern 'part_{{i}}'"
+        con.execute(f"copy ({query}) to '{sql_path(target)}' ({options})")
+        return
+    # a few plain folder-name values (a night has one or two open periods): one filtered copy
+    # per period writes the same layout as PARTITION_BY for a third less CPU (its per-partition
+    # buffering is the cost: 5.7 -> 3.8 CPU s for 2.8 M allocation slices)
+    column = table.partition_by
+    for value in values:
+        folder = target / f"{column}={value}"
+        folder.mkdir(parents=True, exist_ok=True)
+        con.execute(
+            f'copy (select * exclude ("{column}") from ({query}) where "{column}" = ?) '
+            f"to '{sql_path(folder / 'part_0.parquet')}' ({options})",
+            [value],
+        )
+
+
+def _partition_values(con: duckdb.DuckDBPyConnection, table: TableContent) -> list[str] | None:
+    """The partition values when each can name a folder as it is and there are a few."""
+    values = [
+        row[0]
+        for row in con.execute(
+            f'select distinct "{table.partition_by}"::varchar from {table.source}'
+        ).fetchall()
+    ]
+    if len(values) > MAX_FILTERED_PARTITIONS or not all(
+        value is not None and SAFE_PARTITION.fullmatch(value) for value in values
+    ):
+        return None
+    return sorted(values)
 
 
 def _parquet_query(table: TableContent) -> str:
@@ -213,18 +307,27 @@ def _relative_path(table: TableContent) -> Path:
 
 
 def write_views(
-    path: Path, folder: Path, contents: list[TableContent], record: dict[str, object]
+    path: Path,
+    folder: Path,
+    contents: list[TableContent],
+    record: dict[str, object],
+    views: list[PublishedView] | None = None,
 ) -> None:
     """A DuckDB file at ``path`` with one view per published table over ``folder``."""
-    _write_views(path, folder, contents, record)
+    _write_views(path, folder, contents, record, views or [])
 
 
 def _write_views(
-    path: Path, folder: Path, contents: list[TableContent], record: dict[str, object]
+    path: Path,
+    folder: Path,
+    contents: list[TableContent],
+    record: dict[str, object],
+    published: list[PublishedView],
 ) -> None:
     views = duckdb.connect(str(path))
     try:
-        for schema in sorted({table.name.split(".", 1)[0] for table in contents}):
+        schemas = {item.name.split(".", 1)[0] for item in [*contents, *published]}
+        for schema in sorted(schemas):
             views.execute(f"create schema if not exists {schema}")
         for table in contents:
             query = _view_query(folder, table)
@@ -236,6 +339,8 @@ def _write_views(
                 columns = ", ".join(f'"{name}"::{kind} as "{name}"' for name, kind in table.columns)
                 query = f"select {columns} from ({query})"
             views.execute(f"create view {table.name} as {query}")
+        for view in published:  # in model order: a view may read one made before it
+            views.execute(f"create view {view.name} as\n{view.sql}")
         views.execute(
             "create table main.runcost_snapshot as select ? as run_id, ? as snapshot_folder, "
             "?::timestamptz as published_at, ? as content_hash",

@@ -27,7 +27,7 @@ from pipeline.ingest.gcp_files import ingest_gcp_files
 from pipeline.invoices import check_invoice_currencies, load_invoices
 from pipeline.lock import WarehouseLock
 from pipeline.pools import log_pool_warnings, pool_models
-from pipeline.publish import publish, snapshot_hash, table_contents
+from pipeline.publish import publish, snapshot_hash, table_contents, view_contents
 from pipeline.run_record import (
     HISTORY_TABLES,
     code_hash,
@@ -41,7 +41,7 @@ from pipeline.run_record import (
     totals,
 )
 from pipeline.run_recovery import recover_dead_runs, write_manifest
-from pipeline.runner import BuildReport, Model, build, discover
+from pipeline.runner import BuildReport, Model, build, discover, published_views
 from pipeline.settings import write_settings
 from pipeline.snapshots import (
     DATABASE_NAME,
@@ -261,7 +261,9 @@ def _run(
         manifest["estimates"] = estimate_summary(con)
         events.start("publish", "snapshot")
         contents = table_contents(con)
+        views = view_contents(con, published_views(models))
         hashes = {table.name: table.content_hash for table in contents}
+        hashes.update({view.name: view.content_hash for view in views})
         same_as = unchanged_snapshot(config.warehouse, hashes, ignore=HISTORY_TABLES)
         if same_as is None:
             snapshot = publish(
@@ -271,6 +273,7 @@ def _run(
                 contents,
                 checkpoint=pause,
                 retention_days=config.periods.snapshot_retention_days,
+                views=views,
             )
             status, folder = "published", snapshot.folder
             events.done("publish", f"snapshot {run_id} is current")

@@ -22,6 +22,11 @@ LAYERS = ("staging", "normalized", "attribution", "allocation", "marts", "checks
 # configuration tables the run writes (any layer).
 SOURCE_SCHEMAS = {"raw": ("staging",), "config": LAYERS}
 _GRAIN = re.compile(r"^--\s*grain:\s*\S", re.MULTILINE)
+# `-- materialized: view` publishes a model as a view over the published tables instead of
+# materializing and writing it: for wide projections and joins of tables that are published
+# anyway (docs/performance.md)
+_MATERIALIZED = re.compile(r"^--\s*materialized:\s*(\S*)", re.MULTILINE)
+MATERIALIZATIONS = ("table", "view")
 
 
 def sql_root() -> Path:
@@ -41,6 +46,7 @@ class Model:
     description: str
     grain: str
     inputs: frozenset[str] = field(default_factory=frozenset)
+    materialized: str = "table"
 
     @property
     def qualified(self) -> str:
@@ -50,7 +56,7 @@ class Model:
     def materialization(self) -> str:
         if self.layer == "checks":
             return "check"
-        return "view" if self.layer == "staging" else "table"
+        return "view" if self.layer == "staging" else self.materialized
 
 
 def parse_model(layer: str, name: str, sql: str, path: Path | None = None) -> Model:
@@ -63,6 +69,7 @@ def parse_model(layer: str, name: str, sql: str, path: Path | None = None) -> Mo
     if not grain_match:
         raise ModelError(f"{where}: add a header line `-- grain: one row per (...)`")
     grain_line = sql[grain_match.start() :].splitlines()[0]
+    materialized = _materialized(sql, layer, where)
     if sql.rstrip().endswith(";"):
         raise ModelError(f"{where}: a model is one select without a trailing ';'")
     try:
@@ -71,6 +78,7 @@ def parse_model(layer: str, name: str, sql: str, path: Path | None = None) -> Mo
         raise ModelError(f"{where}: SQL does not parse: {error}") from error
     if len(statements) != 1 or not isinstance(statements[0], exp.Query):
         raise ModelError(f"{where}: a model must be exactly one select statement")
+    inputs = _inputs(statements[0])
     return Model(
         layer=layer,
         name=name,
@@ -78,8 +86,38 @@ def parse_model(layer: str, name: str, sql: str, path: Path | None = None) -> Mo
         sql=sql.rstrip(),
         description=lines[0].lstrip("- ").strip(),
         grain=grain_line.split(":", 1)[1].strip(),
-        inputs=frozenset(_inputs(statements[0])),
+        inputs=frozenset(inputs),
+        materialized=_published_view_inputs(materialized, inputs, where),
     )
+
+
+def _published_view_inputs(materialized: str, inputs: set[str], where: str) -> str:
+    # a published view is re-created in runcost.duckdb, where only published relations exist
+    unpublished = sorted(name for name in inputs if name.split(".")[0] in ("raw", "staging"))
+    if materialized == "view" and unpublished:
+        raise ModelError(
+            f"{where}: a view is published over the published tables, and "
+            f"{', '.join(unpublished)} is not published; read a normalized/attribution/"
+            "allocation/marts model or config.*, or make the model `-- materialized: table`"
+        )
+    return materialized
+
+
+def _materialized(sql: str, layer: str, where: str) -> str:
+    found = _MATERIALIZED.findall(sql)
+    if not found:
+        return "table"
+    if len(found) > 1 or found[0] not in MATERIALIZATIONS:
+        raise ModelError(
+            f"{where}: write one header line `-- materialized: table` or `-- materialized: view`"
+            f" (found {', '.join(repr(item) for item in found)})"
+        )
+    if layer in ("staging", "checks"):
+        raise ModelError(
+            f"{where}: a {layer} model cannot choose its materialization; remove the "
+            "`-- materialized:` line"
+        )
+    return found[0]
 
 
 def _inputs(statement: exp.Expression) -> set[str]:
@@ -135,6 +173,15 @@ def order(models: Iterable[Model]) -> list[Model]:
     except graphlib.CycleError as error:
         raise ModelError(f"models depend on each other in a cycle: {error.args[1]}") from error
     return [by_name[name] for name in ordered]
+
+
+def published_views(models: Iterable[Model]) -> list[tuple[str, str]]:
+    """(name, sql) of every model published as a view, in dependency order."""
+    return [
+        (model.qualified, model.sql)
+        for model in order(models)
+        if model.layer not in ("staging", "checks") and model.materialization == "view"
+    ]
 
 
 @dataclass

@@ -70,8 +70,9 @@ def unchanged_snapshot(
     record = snapshot_record(folder)
     if record is None or record.get("hash_algorithm") != HASH_ALGORITHM:
         return None
+    entries = {**record["tables"], **record.get("views", {})}
     published = {
-        name: item["content_hash"] for name, item in record["tables"].items() if name not in skipped
+        name: item["content_hash"] for name, item in entries.items() if name not in skipped
     }
     compared = {name: value for name, value in hashes.items() if name not in skipped}
     # a moved warehouse or a hand-edited database must be republished even when data is equal

@@ -163,12 +163,17 @@ class SparkEngine:
         total = self.session.sql(f"select count(*) from ({query}) as failing").collect()[0][0]
         return CheckResult(list(frame.columns), rows, int(total))
 
-    def published(self, models: list[Model]) -> list[str]:
-        """The relations a run publishes: tables past staging, and the telemetry views."""
+    def published(self, models: list[Model], with_views: bool = False) -> list[str]:
+        """The relations a run publishes: tables past staging, and the telemetry views.
+
+        ``with_views``: also the models published as views (a catalog has no runcost.duckdb to
+        hold the views, so they are written as tables there).
+        """
+        kinds = ("table", "view") if with_views else ("table",)
         names = [
             model.qualified
             for model in models
-            if model.layer in PUBLISHED_LAYERS and model.materialization == "table"
+            if model.layer in PUBLISHED_LAYERS and model.materialization in kinds
         ]
         return names + [f"staging.{name}" for name in TELEMETRY_VIEWS]
 
@@ -220,7 +225,7 @@ class SparkEngine:
         """Overwrite `<catalog>.<schema>.<table>` for every published relation; rows per table."""
         catalog = self.options.catalog
         rows = {}
-        for qualified in [*self.config_tables, *self.published(models)]:
+        for qualified in [*self.config_tables, *self.published(models, with_views=True)]:
             schema, name = qualified.split(".", 1)
             if schema == "staging":
                 schema = "telemetry"

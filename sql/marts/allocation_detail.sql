@@ -2,6 +2,7 @@
 -- grain: one row per allocation.cost_allocations slice: (allocation_model, line_id, allocation_kind,
 -- allocation_method, attempt_id, experiment_id, unallocated_reason)
 -- The slices of a line sum exactly to it in each basis and model (FOCUS 1.3 split rules).
+-- materialized: view (a join of two published tables: computed when read, never written)
 with cost_allocations as (
     select * from allocation.cost_allocations
 ),

@@ -2,6 +2,7 @@
 -- grain: one row per cost line (line_id), exactly the rows of normalized.cost_lines
 -- FOCUS columns come first in alphabetical order, then the x_ columns (the spec asks custom
 -- columns to follow). See docs/data-dictionary.md#normalizedfocus for each mapping and the gaps.
+-- materialized: view (a renaming of normalized.cost_lines: computed when read, never written)
 with cost_lines as (
     select * from normalized.cost_lines
 ),

@@ -9,7 +9,8 @@ import duckdb
 import pytest
 
 from pipeline import publish as publish_module
-from pipeline.publish import content_hash, publish, table_contents
+from pipeline.as_of import write_snapshot_database
+from pipeline.publish import content_hash, publish, table_contents, view_contents
 from pipeline.snapshots import (
     DATABASE_NAME,
     current_snapshot,
@@ -106,6 +107,44 @@ def test_unchanged_snapshot_needs_equal_content_and_an_intact_database(
     assert unchanged_snapshot(tmp_path, hashes) is None
 
 
+VIEW_SQL = (
+    "select billing_period, sum(billed_cost) as billed_cost "
+    "from normalized.cost_lines group by billing_period"
+)
+
+
+def test_a_published_view_runs_over_the_published_tables(tmp_path: Path, build) -> None:
+    build.execute(f"create view marts.period_totals as {VIEW_SQL}")
+    views = view_contents(build, [("marts.period_totals", VIEW_SQL)])
+    contents = table_contents(build)
+    snapshot = publish(build, tmp_path, "20261101T000000Z-aaaaaa", contents, views=views)
+    assert not (snapshot.folder / "marts" / "period_totals.parquet").exists(), "never written"
+    record = snapshot_record(snapshot.folder)
+    assert record["views"]["marts.period_totals"]["sql"] == VIEW_SQL
+    assert record["views"]["marts.period_totals"]["columns"] == [
+        ["billing_period", "VARCHAR"],
+        ["billed_cost", "DECIMAL(38,10)"],
+    ]
+    expected = build.execute(f"{VIEW_SQL} order by 1").fetchall()
+    published = duckdb.connect(str(tmp_path / DATABASE_NAME), read_only=True)
+    assert published.execute("select * from marts.period_totals order by 1").fetchall() == expected
+    published.close()
+    # a snapshot opened later (runcost diff, --as-of) gets the view back from snapshot.json
+    write_snapshot_database(snapshot.folder, tmp_path / "as_of.duckdb")
+    again = duckdb.connect(str(tmp_path / "as_of.duckdb"), read_only=True)
+    assert again.execute("select * from marts.period_totals order by 1").fetchall() == expected
+    again.close()
+    # the view's definition is content: changing it makes the snapshot stale
+    hashes = {table.name: table.content_hash for table in contents}
+    hashes.update({view.name: view.content_hash for view in views})
+    assert unchanged_snapshot(tmp_path, hashes) == snapshot.run_id
+    changed = view_contents(build, [("marts.period_totals", VIEW_SQL + " having count(*) > 0")])
+    assert (
+        unchanged_snapshot(tmp_path, {**hashes, "marts.period_totals": changed[0].content_hash})
+        is None
+    )
+
+
 def test_prune_keeps_the_current_and_the_newest(tmp_path: Path) -> None:
     snapshots = tmp_path / "snapshots"
     for name in ("r1", "r2", "r3", "r4", "r5"):
@@ -149,3 +188,34 @@ def test_a_failed_write_leaves_nothing_behind(tmp_path: Path, build, monkeypatch
     )
     assert sorted(path.name for path in (tmp_path / "snapshots").iterdir()) == [first.run_id]
     assert current_snapshot(tmp_path)["run_id"] == first.run_id
+
+
+@pytest.mark.parametrize(
+    ("periods", "files"),
+    [
+        (["2026-09", "2026-10"], 2),  # one filtered copy per period
+        ([f"2026-0{month}" for month in range(1, 7)], 6),  # many periods: PARTITION_BY
+        (["2026 10", "2026-11"], 2),  # a value that is no plain folder name: PARTITION_BY
+    ],
+)
+def test_both_partitioned_writes_publish_the_same_layout_and_rows(
+    tmp_path: Path, periods: list[str], files: int
+) -> None:
+    con = duckdb.connect()
+    con.execute("create schema normalized")
+    con.execute(
+        "create table normalized.cost_lines as select range as line_id, "
+        "(?)[1 + range % len(?)] as billing_period, (range * 0.5)::decimal(38, 10) as billed_cost "
+        "from range(50)",
+        [periods, periods],
+    )
+    for name in publish_module.TELEMETRY_VIEWS:
+        con.execute(f"create schema if not exists staging; create view staging.{name} as select 1")
+    snapshot = publish(con, tmp_path, "20261101T000000Z-aaaaaa")
+    written = sorted((snapshot.folder / "normalized" / "cost_lines").rglob("*.parquet"))
+    assert len(written) == files
+    assert all(path.name == "part_0.parquet" for path in written)
+    published = duckdb.connect(str(tmp_path / DATABASE_NAME), read_only=True)
+    query = "select * from normalized.cost_lines order by line_id"
+    assert published.execute(query).fetchall() == con.execute(query).fetchall()
+    published.close()

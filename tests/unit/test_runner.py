@@ -38,6 +38,11 @@ def test_parse_reads_header_grain_and_inputs() -> None:
         ("-- A.\n-- grain: x\nselect 1; select 2", "exactly one select statement"),
         ("-- A.\n-- grain: x\ncreate table t (a int)", "exactly one select statement"),
         ("-- A.\n-- grain: x\nselect from where", "SQL does not parse"),
+        ("-- A.\n-- grain: x\n-- materialized: tabel\nselect 1", "`-- materialized: view`"),
+        (
+            "-- A.\n-- grain: x\n-- materialized: view\nselect * from staging.attempts",
+            "staging.attempts is not published",
+        ),
     ],
 )
 def test_malformed_models_name_the_file(sql: str, message: str) -> None:
@@ -45,6 +50,16 @@ def test_malformed_models_name_the_file(sql: str, message: str) -> None:
         parse_model("marts", "bad", sql)
     assert "marts.bad" in str(caught.value)
     assert message in str(caught.value)
+
+
+def test_a_model_may_be_published_as_a_view() -> None:
+    header = "-- A.\n-- grain: x\n-- materialized: {}\nselect * from normalized.cost_lines"
+    assert parse_model("marts", "v", header.format("view")).materialization == "view"
+    assert parse_model("marts", "t", header.format("table")).materialization == "table"
+    with pytest.raises(ModelError, match="cannot choose its materialization"):
+        parse_model("staging", "s", header.format("table"))
+    shipped = {model.qualified for model in discover() if model.materialization == "view"}
+    assert {"normalized.focus", "marts.allocation_detail"} <= shipped
 
 
 def test_order_follows_dependencies() -> None:
