@@ -27,6 +27,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench import baselines  # noqa: E402
+from bench.targets import run_targets  # noqa: E402
 from pipeline.scenario.scale import ScaleSpec, config_text, generate  # noqa: E402
 
 OUT = ROOT / "bench" / "out"
@@ -234,6 +235,8 @@ def render(result: dict) -> str:
     lines.append(f"correct: {pipe['correct']} ({'; '.join(pipe['problems']) or 'all checks'})")
     lines.append(f"join plan: {pipe.get('plan', {})}")
     lines.append(f"identical to the previous run on this data: {result['repeat_identical']}")
+    lines.append("targets (bench/targets.py judges the ones that compare runs):")
+    lines.extend("  " + verdict.line() for verdict in run_targets(result))
     return "\n".join(lines)
 
 

@@ -29,24 +29,14 @@ estimate_totals as (
     group by cost_estimates.attempt_id
 ),
 
-attempt_periods as (
-    -- the periods an attempt's cost comes from: those of its slices, and those its run overlaps
-    select distinct
-        cost_allocations.allocation_model,
-        cost_allocations.attempt_id,
-        billing_periods.period_status
-    from cost_allocations
-    inner join billing_periods
-        on
-            cost_allocations.provider = billing_periods.provider
-            and cost_allocations.billing_account_id is not distinct from billing_periods.billing_account_id
-            and cost_allocations.billing_period = billing_periods.billing_period
-    where cost_allocations.attempt_id is not null
-    union
+overlap_finality as (
+    -- the periods an attempt's run overlaps (its slices' periods are ranked in attempt_totals)
     select
         allocation_models.allocation_model,
         attempts.attempt_id,
-        billing_periods.period_status
+        min(
+            case billing_periods.period_status when 'open' then 1 when 'provisional' then 2 else 3 end
+        ) as status_rank
     from attempts
     cross join allocation_models
     inner join billing_periods
@@ -54,17 +44,7 @@ attempt_periods as (
             coalesce(attempts.provider, billing_periods.provider) = billing_periods.provider
             and attempts.started_at < billing_periods.billing_period_end
             and coalesce(attempts.ended_at, attempts.started_at) >= billing_periods.billing_period_start
-),
-
-period_finality as (
-    select
-        attempt_periods.allocation_model,
-        attempt_periods.attempt_id,
-        min(
-            case attempt_periods.period_status when 'open' then 1 when 'provisional' then 2 else 3 end
-        ) as status_rank
-    from attempt_periods
-    group by attempt_periods.allocation_model, attempt_periods.attempt_id
+    group by allocation_models.allocation_model, attempts.attempt_id
 ),
 
 attempt_totals as (
@@ -82,8 +62,17 @@ attempt_totals as (
             where cost_allocations.allocation_kind = 'shared'
         ) as shared_cost,
         min(cost_allocations.billing_currency) as billing_currency,
-        count(*) as slices
+        count(*) as slices,
+        -- the least final period among the slices' periods, in the same pass over the slices
+        min(
+            case billing_periods.period_status when 'open' then 1 when 'provisional' then 2 else 3 end
+        ) as status_rank
     from cost_allocations
+    left join billing_periods
+        on
+            cost_allocations.provider = billing_periods.provider
+            and cost_allocations.billing_account_id is not distinct from billing_periods.billing_account_id
+            and cost_allocations.billing_period = billing_periods.billing_period
     where cost_allocations.attempt_id is not null
     group by cost_allocations.allocation_model, cost_allocations.attempt_id
 ),
@@ -118,9 +107,14 @@ final as (
         coalesce(estimate_totals.unbilled_hours, 0) as unbilled_hours,
         cast(coalesce(estimate_totals.unbilled_estimate, 0) as decimal(38, 10)) as unbilled_estimate,
         case when estimate_totals.attempt_id is null then 'billed' else 'estimated' end as cost_status,
-        case period_finality.status_rank when 1 then 'open' when 2 then 'provisional' when 3 then 'final' end
-            as period_status,
-        coalesce(estimate_totals.attempt_id is null and period_finality.status_rank = 3, false) as is_final
+        case least(attempt_totals.status_rank, overlap_finality.status_rank)
+            when 1 then 'open' when 2 then 'provisional' when 3 then 'final'
+        end as period_status,
+        coalesce(
+            estimate_totals.attempt_id is null
+            and least(attempt_totals.status_rank, overlap_finality.status_rank) = 3,
+            false
+        ) as is_final
     from attempts
     cross join allocation_models
     left join attempt_totals
@@ -128,10 +122,10 @@ final as (
             attempts.attempt_id = attempt_totals.attempt_id
             and allocation_models.allocation_model = attempt_totals.allocation_model
     left join estimate_totals on attempts.attempt_id = estimate_totals.attempt_id
-    left join period_finality
+    left join overlap_finality
         on
-            attempts.attempt_id = period_finality.attempt_id
-            and allocation_models.allocation_model = period_finality.allocation_model
+            attempts.attempt_id = overlap_finality.attempt_id
+            and allocation_models.allocation_model = overlap_finality.allocation_model
 )
 
 select * from final

@@ -120,7 +120,9 @@ totals as (
         cost_groups.dimension,
         cost_groups.dimension_value,
         count(distinct cost_groups.experiment_id) as experiments,
-        count(distinct cost_groups.attempt_id) as attempts,
+        -- attempt_costs has one row per (attempt_id, allocation_model) (checks.every_attempt_costed),
+        -- so an attempt appears once per group: count, not count(distinct) (a hash set per group)
+        count(cost_groups.attempt_id) as attempts,
         cast(sum(cost_groups.cost) as decimal(38, 10)) as total_cost,
         cast(coalesce(sum(cost_groups.cost) filter (where cost_groups.failed), 0) as decimal(38, 10))
             as failed_attempt_cost

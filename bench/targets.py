@@ -1,0 +1,181 @@
+"""The performance targets of docs/performance.md, judged on benchmark results (bench/run.py JSON).
+
+    python bench/targets.py [bench/out/*.json]
+
+A single run judges what one run can show (throughput, memory, floor and pandas ratios,
+repeatability); the scaling, 100M and skew targets compare runs, so they are judged over every
+result given (by default every JSON file in bench/out/).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "bench" / "out"
+
+LINES_PER_SECOND = 1_000_000
+PEAK_MB = 2048
+FLOOR_RATIO = 8.0
+PANDAS_RATIO = 30.0
+SCALING_RATIO = 5.5
+SKEW_RATIO = 3.0
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One target: what it asks, what was measured, and whether it is met (None: not shown)."""
+
+    target: str
+    measured: str
+    met: bool | None
+
+    def line(self) -> str:
+        state = {True: "met", False: "NOT met", None: "not shown"}[self.met]
+        return f"{state:<9} {self.target}: {self.measured}"
+
+
+def _rows(result: dict) -> int:
+    return int(result["expected"]["cost_lines"])
+
+
+def _label(result: dict) -> str:
+    spec = result["spec"]
+    shape = "skew" if spec["skew"] else "uniform"
+    return f"{spec['rows']:,} {shape}, memory_limit={result.get('memory_limit')}"
+
+
+def run_targets(result: dict) -> list[Verdict]:
+    """The targets one run shows: throughput and memory, floor and pandas ratios, repeatability."""
+    pipe = result["pipeline"]
+    rate = _rows(result) / pipe["total_seconds"]
+    peak = pipe["peak_rss_mb"]
+    verdicts = [
+        Verdict(
+            f">= {LINES_PER_SECOND:,} line items/s end to end, peak < {PEAK_MB:,} MB "
+            f"({_label(result)})",
+            f"{rate:,.0f} line items/s, peak {peak:,.0f} MB",
+            rate >= LINES_PER_SECOND and peak < PEAK_MB,
+        )
+    ]
+    ratios = result.get("ratios", {})
+    if "pipeline_over_floor" in ratios:
+        value = ratios["pipeline_over_floor"]
+        verdicts.append(
+            Verdict(
+                f"pipeline <= {FLOOR_RATIO:g}x the floor scan",
+                f"{value:.1f}x (CPU {ratios.get('pipeline_over_floor_cpu', float('nan')):.1f}x)",
+                value <= FLOOR_RATIO,
+            )
+        )
+    if "pandas_over_pipeline" in ratios:
+        value = ratios["pandas_over_pipeline"]
+        memory = ratios["pandas_rss_over_pipeline_rss"]
+        verdicts.append(
+            Verdict(
+                f">= {PANDAS_RATIO:g}x faster than pandas on the subset, with less memory",
+                f"{value:.1f}x faster, pandas peak {memory:.1f}x the pipeline's",
+                value >= PANDAS_RATIO and memory > 1,
+            )
+        )
+    identical = result.get("repeat_identical")
+    verdicts.append(
+        Verdict(
+            "identical DECIMAL totals across repeated runs",
+            {None: "first run on this dataset", True: "identical", False: "DIFFERENT"}[identical],
+            identical,
+        )
+    )
+    return verdicts
+
+
+def _find(results: list[dict], rows: int, skew: bool, limit: str | None) -> dict | None:
+    for result in results:
+        spec = result["spec"]
+        same = (spec["rows"], spec["skew"], result.get("memory_limit")) == (rows, skew, limit)
+        if same and result["pipeline"].get("correct"):
+            return result
+    return None
+
+
+def cross_targets(results: list[dict]) -> list[Verdict]:
+    """Targets that compare runs: 10M -> 50M scaling, 100M under 4GB, skew against uniform."""
+    limits = sorted({str(result.get("memory_limit")) for result in results})
+    scaling = None
+    for limit in limits:
+        limit_value = None if limit == "None" else limit
+        small = _find(results, 10_000_000, False, limit_value)
+        large = _find(results, 50_000_000, False, limit_value)
+        if small and large:
+            ratio = large["pipeline"]["total_seconds"] / small["pipeline"]["total_seconds"]
+            rows = _rows(large) / _rows(small)
+            scaling = Verdict(
+                f"10M -> 50M ({rows:.2f}x the rows) in at most {SCALING_RATIO:g}x the time",
+                f"{ratio:.2f}x at memory_limit={limit_value}",
+                ratio <= SCALING_RATIO,
+            )
+            break
+    verdicts = [scaling or Verdict("10M -> 50M in at most 5.5x the time", "no pair of runs", None)]
+    huge = _find(results, 100_000_000, False, "4GB")
+    verdicts.append(
+        Verdict(
+            "100M line items complete with memory_limit=4GB",
+            f"correct in {huge['pipeline']['total_seconds']:,.0f} s, peak "
+            f"{huge['pipeline']['peak_rss_mb']:,.0f} MB"
+            if huge
+            else "no correct 100M run with memory_limit=4GB",
+            True if huge else None,
+        )
+    )
+    skew_verdict = Verdict("skewed per-row time at most 3x the uniform", "no pair of runs", None)
+    for skewed in (result for result in results if result["spec"]["skew"]):
+        spec = skewed["spec"]
+        uniform = _find(results, spec["rows"], False, skewed.get("memory_limit"))
+        if uniform and skewed["pipeline"].get("correct"):
+            per_row = skewed["pipeline"]["total_seconds"] / _rows(skewed)
+            ratio = per_row / (uniform["pipeline"]["total_seconds"] / _rows(uniform))
+            cpu = (skewed["pipeline"]["cpu_seconds"] / _rows(skewed)) / (
+                uniform["pipeline"]["cpu_seconds"] / _rows(uniform)
+            )
+            skew_verdict = Verdict(
+                f"skewed per-row time at most {SKEW_RATIO:g}x the uniform ({_label(skewed)})",
+                f"{ratio:.2f}x wall, {cpu:.2f}x CPU",
+                ratio <= SKEW_RATIO,
+            )
+            break
+    verdicts.append(skew_verdict)
+    return verdicts
+
+
+def load(paths: list[Path]) -> list[dict]:
+    """Every readable bench/run.py result among ``paths``."""
+    results = []
+    for path in paths:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if isinstance(data, dict) and "pipeline" in data and "spec" in data:
+            results.append(data)
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    paths = [Path(item) for item in args] or sorted(OUT.glob("*.json"))
+    results = load(paths)
+    if not results:
+        print(f"no benchmark results in {', '.join(map(str, paths)) or OUT}; run bench/run.py")
+        return 1
+    for result in results:
+        print(f"-- {_label(result)}, engine={result.get('engine', 'duckdb')}")
+        for verdict in run_targets(result):
+            print("   " + verdict.line())
+    print("-- across runs")
+    for verdict in cross_targets(results):
+        print("   " + verdict.line())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
