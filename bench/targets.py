@@ -110,12 +110,14 @@ def cross_targets(results: list[dict]) -> list[Verdict]:
         small = _find(results, 10_000_000, False, limit_value)
         large = _find(results, 50_000_000, False, limit_value)
         if small and large:
-            ratio = large["pipeline"]["total_seconds"] / small["pipeline"]["total_seconds"]
+            wall = large["pipeline"]["total_seconds"] / small["pipeline"]["total_seconds"]
+            cpu = large["pipeline"]["cpu_seconds"] / small["pipeline"]["cpu_seconds"]
             rows = _rows(large) / _rows(small)
             scaling = Verdict(
-                f"10M -> 50M ({rows:.2f}x the rows) in at most {SCALING_RATIO:g}x the time",
-                f"{ratio:.2f}x at memory_limit={limit_value}",
-                ratio <= SCALING_RATIO,
+                f"10M -> 50M ({rows:.2f}x the rows) in at most {SCALING_RATIO:g}x the time "
+                "(judged on CPU seconds: wall time moves with the machine's load)",
+                f"{cpu:.2f}x CPU, {wall:.2f}x wall at memory_limit={limit_value}",
+                cpu <= SCALING_RATIO,
             )
             break
     verdicts = [scaling or Verdict("10M -> 50M in at most 5.5x the time", "no pair of runs", None)]
@@ -141,9 +143,10 @@ def cross_targets(results: list[dict]) -> list[Verdict]:
                 uniform["pipeline"]["cpu_seconds"] / _rows(uniform)
             )
             skew_verdict = Verdict(
-                f"skewed per-row time at most {SKEW_RATIO:g}x the uniform ({_label(skewed)})",
-                f"{ratio:.2f}x wall, {cpu:.2f}x CPU",
-                ratio <= SKEW_RATIO,
+                f"skewed per-row time at most {SKEW_RATIO:g}x the uniform ({_label(skewed)}; "
+                "judged on CPU seconds)",
+                f"{cpu:.2f}x CPU, {ratio:.2f}x wall",
+                cpu <= SKEW_RATIO,
             )
             break
     verdicts.append(skew_verdict)

@@ -66,10 +66,10 @@ def test_scaling_100m_and_skew_compare_runs() -> None:
     ]
     verdicts = cross_targets(runs)
     assert states(verdicts) == [True, True, True]
-    assert "5.40x" in verdicts[0].measured
-    assert "2.50x wall" in verdicts[2].measured
-    runs[1]["pipeline"]["total_seconds"] = 600.0
-    runs[3]["pipeline"]["total_seconds"] = 400.0
+    assert "5.40x CPU" in verdicts[0].measured
+    assert "2.50x CPU" in verdicts[2].measured
+    runs[1]["pipeline"]["cpu_seconds"] = 1_200.0
+    runs[3]["pipeline"]["cpu_seconds"] = 800.0
     assert states(cross_targets(runs)) == [False, True, False]
     assert states(cross_targets([result(10_000_000, 1.0, limit=None)])) == [None, None, None]
     failed = result(100_000_000, 1.0, correct=False)
