@@ -153,6 +153,15 @@ def recorded_views(record: dict) -> list[PublishedView]:
     ]
 
 
+def content_hashes(
+    contents: list[TableContent], views: list[PublishedView] | None = None
+) -> dict[str, str]:
+    """The content hash of every published table and view, by name."""
+    hashes = {table.name: table.content_hash for table in contents}
+    hashes.update({view.name: view.content_hash for view in views or []})
+    return hashes
+
+
 def snapshot_hash(hashes: dict[str, str]) -> str:
     """One hash over every table's hash: equal when every table's content is equal."""
     text = json.dumps(sorted(hashes.items()))
@@ -187,8 +196,7 @@ def publish(
         staging.mkdir(parents=True)
         for table in contents:
             _copy_table(con, table, staging)
-        hashes = {table.name: table.content_hash for table in contents}
-        hashes.update({view.name: view.content_hash for view in views})
+        hashes = content_hashes(contents, views)
         record = {
             "run_id": run_id,
             "published_at": datetime.now(UTC).isoformat(timespec="seconds"),

@@ -27,7 +27,13 @@ from pipeline.ingest.gcp_files import ingest_gcp_files
 from pipeline.invoices import check_invoice_currencies, load_invoices
 from pipeline.lock import WarehouseLock
 from pipeline.pools import log_pool_warnings, pool_models
-from pipeline.publish import publish, snapshot_hash, table_contents, view_contents
+from pipeline.publish import (
+    content_hashes,
+    publish,
+    snapshot_hash,
+    table_contents,
+    view_contents,
+)
 from pipeline.run_record import (
     HISTORY_TABLES,
     code_hash,
@@ -262,8 +268,7 @@ def _run(
         events.start("publish", "snapshot")
         contents = table_contents(con)
         views = view_contents(con, published_views(models))
-        hashes = {table.name: table.content_hash for table in contents}
-        hashes.update({view.name: view.content_hash for view in views})
+        hashes = content_hashes(contents, views)
         same_as = unchanged_snapshot(config.warehouse, hashes, ignore=HISTORY_TABLES)
         if same_as is None:
             snapshot = publish(

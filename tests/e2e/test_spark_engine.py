@@ -224,15 +224,25 @@ def test_catalog_gets_every_published_table(session: Any, tmp_path: Path) -> Non
             "from staging.attempts",
         )
     )
+    models.append(
+        parse_model(
+            "marts",
+            "money_view",
+            "-- V.\n-- grain: x\n-- materialized: view\nselect cost * 2 as cost from marts.money",
+        )
+    )
     report = build(engine, models)
-    assert len(report.seconds) == 5
+    assert len(report.seconds) == 6
     failing = parse_model("checks", "c", "-- C.\n-- grain: x\nselect * from marts.money")
     result = engine.check(failing)
     assert result is not None
     assert (result.columns, result.total) == (["share", "cost"], 1)
     assert result.rows == [(1 / 3, Decimal("0.3000000000"))]
     rows = engine.finish(duckdb.connect(), models)
-    assert rows == {"marts.money": 1, **{f"telemetry.{name}": 1 for name in TELEMETRY_VIEWS}}
+    # a catalog has no runcost.duckdb to hold views: a published view is written as a table
+    telemetry = {f"telemetry.{name}": 1 for name in TELEMETRY_VIEWS}
+    assert rows == {"marts.money": 1, "marts.money_view": 1, **telemetry}
+    assert session.table("spark_catalog.marts.money_view").collect()[0]["cost"] == Decimal("0.6")
     table = session.table("spark_catalog.marts.money")
     assert [(field.name, field.dataType.simpleString()) for field in table.schema] == [
         ("share", "double"),

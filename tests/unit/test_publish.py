@@ -10,7 +10,13 @@ import pytest
 
 from pipeline import publish as publish_module
 from pipeline.as_of import write_snapshot_database
-from pipeline.publish import content_hash, publish, table_contents, view_contents
+from pipeline.publish import (
+    content_hash,
+    content_hashes,
+    publish,
+    table_contents,
+    view_contents,
+)
 from pipeline.snapshots import (
     DATABASE_NAME,
     current_snapshot,
@@ -135,8 +141,7 @@ def test_a_published_view_runs_over_the_published_tables(tmp_path: Path, build) 
     assert again.execute("select * from marts.period_totals order by 1").fetchall() == expected
     again.close()
     # the view's definition is content: changing it makes the snapshot stale
-    hashes = {table.name: table.content_hash for table in contents}
-    hashes.update({view.name: view.content_hash for view in views})
+    hashes = content_hashes(contents, views)
     assert unchanged_snapshot(tmp_path, hashes) == snapshot.run_id
     changed = view_contents(build, [("marts.period_totals", VIEW_SQL + " having count(*) > 0")])
     assert (
