@@ -13,6 +13,7 @@ from rich.console import Console
 
 from pipeline.config import DEFAULT_CONFIG_NAME
 from pipeline.errors import RuncostError
+from pipeline.snapshots import DATABASE_NAME
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 console = Console()
@@ -24,6 +25,13 @@ config_option = click.option(
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
     help=f"Configuration file (default: ./{DEFAULT_CONFIG_NAME}).",
+)
+
+database_option = click.option(
+    "--database",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help=f"A published {DATABASE_NAME} (default: the one in the configured warehouse).",
 )
 
 

@@ -11,10 +11,9 @@ import duckdb
 from rich.console import Console
 from rich.table import Table
 
-from pipeline.cli_common import config_option, console, reports_errors
+from pipeline.cli_common import config_option, console, database_option, reports_errors
 from pipeline.errors import RuncostError
 from pipeline.report.access import open_snapshot, published_database
-from pipeline.snapshots import DATABASE_NAME
 
 BASES = ("billed_cost", "effective_cost", "list_cost", "net_cost")
 MODELS = ("fully_loaded", "marginal")
@@ -97,12 +96,7 @@ def _money(value: object) -> str:
     help="The allocation model to explain.",
 )
 @config_option
-@click.option(
-    "--database",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help=f"A published {DATABASE_NAME} (default: the one in the configured warehouse).",
-)
+@database_option
 @reports_errors
 def explain(
     attempt_id: str, allocation_model: str, config_path: Path | None, database: Path | None

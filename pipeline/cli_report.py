@@ -6,20 +6,14 @@ from pathlib import Path
 
 import click
 
-from pipeline.cli_common import config_option, console, reports_errors
+from pipeline.cli_common import config_option, console, database_option, reports_errors
 from pipeline.report import DEFAULT_REPORT_NAME, write_report
 from pipeline.report.access import published_database
-from pipeline.snapshots import DATABASE_NAME
 
 
 @click.command()
 @config_option
-@click.option(
-    "--database",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help=f"A published {DATABASE_NAME} (default: the one in the configured warehouse).",
-)
+@database_option
 @click.option(
     "--output",
     type=click.Path(dir_okay=False, path_type=Path),

@@ -14,7 +14,7 @@ import duckdb
 from rich.table import Table
 
 from pipeline.as_of import snapshot_as_of, write_snapshot_database
-from pipeline.cli_common import config_option, console, reports_errors
+from pipeline.cli_common import config_option, console, database_option, reports_errors
 from pipeline.config import load_config
 from pipeline.errors import RuncostError
 from pipeline.report.access import check_read_only, open_snapshot, published_database
@@ -44,12 +44,7 @@ _NUMERIC_TYPES += ("TINYINT", "HUGEINT", "UBIGINT", "UINTEGER", "USMALLINT", "UT
     help="Read the query from this file ('-' for stdin) instead of the QUERY argument.",
 )
 @config_option
-@click.option(
-    "--database",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help=f"A published {DATABASE_NAME} (default: the one in the configured warehouse).",
-)
+@database_option
 @click.option(
     "--format",
     "output_format",
