@@ -1,7 +1,7 @@
 -- Shares lie in [0, 1]; a line's attributed shares sum to at most 1, and to 1 where nothing is left over.
 -- grain: one row per (allocation_model, line_id) with a share out of range or shares over 1
 with cost_allocations as (
-    select * from allocation.cost_allocations
+    select * from allocation.model_slices
 ),
 
 line_shares as (
