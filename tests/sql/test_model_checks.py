@@ -34,6 +34,20 @@ def clean(build_once):
     return build_once(LINES, ATTEMPTS, [{"attempt_id": "a2", "resource_id": "i-b"}], config=CONFIG)
 
 
+def corrupt_slices(con, statement: str, params: list | None = None) -> None:
+    """Run ``statement`` on the stored slices with each slice spelled out per model.
+
+    allocation.cost_slices keeps a slice both models share once; the corruption names one model,
+    so the slices are first stored one row per model (what allocation.model_slices reads).
+    """
+    con.execute("create or replace temp table expanded as select * from allocation.model_slices")
+    con.execute(
+        "create or replace table allocation.cost_slices as select allocation_model as "
+        "allocation_models, * exclude (allocation_model) from expanded"
+    )
+    con.execute(statement.replace("allocation_model ", "allocation_models "), params or [])
+
+
 @pytest.fixture
 def built(clean):
     """The clean build; whatever a test corrupts is rolled back after it."""
@@ -77,9 +91,10 @@ def test_build_report_lists_every_check(clean):
 
 
 def test_conservation_fails_when_a_slice_is_lost(built):
-    built.execute(
-        "delete from allocation.cost_allocations "
-        "where allocation_model = 'marginal' and allocation_kind = 'unallocated'"
+    corrupt_slices(
+        built,
+        "delete from allocation.cost_slices "
+        "where allocation_model = 'marginal' and allocation_kind = 'unallocated'",
     )
     rebuild(built, "marts.reconciliation")
 
@@ -94,9 +109,10 @@ def test_conservation_fails_when_a_slice_is_lost(built):
 
 
 def test_conservation_fails_when_a_slice_is_inflated(built):
-    built.execute(
-        "update allocation.cost_allocations set list_cost = list_cost + 0.0000000001 "
-        "where allocation_model = 'fully_loaded' and line_id = 0"
+    corrupt_slices(
+        built,
+        "update allocation.cost_slices set list_cost = list_cost + 0.0000000001 "
+        "where allocation_model = 'fully_loaded' and line_id = 0",
     )
     rebuild(built, "marts.reconciliation")
 
@@ -173,9 +189,10 @@ def test_one_currency_per_attempt_fails_on_mixed_currencies(build):
 
 
 def test_one_currency_per_attempt_fails_on_a_corrupted_slice(built):
-    built.execute(
-        "update allocation.cost_allocations set billing_currency = 'EUR' "
-        "where allocation_model = 'fully_loaded' and line_id = 0"
+    corrupt_slices(
+        built,
+        "update allocation.cost_slices set billing_currency = 'EUR' "
+        "where allocation_model = 'fully_loaded' and line_id = 0",
     )
 
     rows = run_check(built, "one_currency_per_attempt")
@@ -205,9 +222,9 @@ def test_one_currency_per_attempt_fails_on_a_corrupted_slice(built):
     ],
 )
 def test_shares_in_range_fails(built, corruption, line_id):
-    built.execute(
-        corruption.format(t="allocation.cost_allocations")
-        + " and allocation_model = 'fully_loaded'"
+    corrupt_slices(
+        built,
+        corruption.format(t="allocation.cost_slices") + " and allocation_model = 'fully_loaded'",
     )
 
     rows = run_check(built, "shares_in_range")
@@ -242,8 +259,8 @@ def test_shares_in_range_fails(built, corruption, line_id):
     ],
 )
 def test_slices_sum_to_line_fails(built, corruption, model, line_id):
-    built.execute(
-        corruption.format(t="allocation.cost_allocations") + " and allocation_model = ?", [model]
+    corrupt_slices(
+        built, corruption.format(t="allocation.cost_slices") + " and allocation_model = ?", [model]
     )
 
     rows = run_check(built, "slices_sum_to_line")
