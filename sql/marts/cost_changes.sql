@@ -87,7 +87,9 @@ period_changes as (
         billing_periods.provider,
         billing_periods.billing_account_id,
         billing_periods.billing_period,
-        previous_billing_periods.last_charge_period_end as previous_billed_until,
+        -- how far the previous bill's usage reached (snapshots from before usage_until: its last line)
+        coalesce(previous_billing_periods.usage_until, previous_billing_periods.last_charge_period_end)
+            as previous_billed_until,
         previous_billing_periods.billing_period is not null
         and billing_periods.source_deliveries <> previous_billing_periods.source_deliveries as delivery_replaced
     from billing_periods
