@@ -5,7 +5,9 @@
 -- late_rows (the bill reached hours it did not cover, with no estimate replaced),
 -- new_telemetry (the attempt is new, its telemetry changed, or a running attempt's estimate grew),
 -- config_changed (the settings that change results differ), estimate_replaced (estimated hours are
--- billed now). Before the first publish every attempt and experiment is listed as new_telemetry.
+-- billed now). An experiment also takes restated_delivery (or late_rows, if no delivery was
+-- replaced) when the lines placed on it and no attempt moved, such as a tax line tagged to it.
+-- Before the first publish every attempt and experiment is listed as new_telemetry.
 with attempt_costs as (
     select * from marts.attempt_costs
 ),
@@ -249,7 +251,9 @@ experiment_reasons as (
         max(case when attempt_reasons.late_rows and attempt_reasons.total_changed then 1 else 0 end) as late_rows,
         max(case when attempt_reasons.new_telemetry and attempt_reasons.total_changed then 1 else 0 end)
             as new_telemetry,
-        max(case when attempt_reasons.estimate_replaced_reason then 1 else 0 end) as estimate_replaced
+        max(case when attempt_reasons.estimate_replaced_reason then 1 else 0 end) as estimate_replaced,
+        sum(coalesce(attempt_reasons.billed_cost, 0)) as attempts_billed_cost,
+        sum(coalesce(attempt_reasons.previous_billed_cost, 0)) as previous_attempts_billed_cost
     from attempt_reasons
     group by attempt_reasons.experiment_id, attempt_reasons.allocation_model
 ),
@@ -277,29 +281,53 @@ experiment_pairs as (
             and experiment_costs.allocation_model = previous_experiment_costs.allocation_model
 ),
 
-experiment_flags as (
+experiment_lines as (
+    -- lines placed on the experiment and no attempt (tagged to it): the bill's part beside its attempts
     select
         experiment_pairs.*,
-        snapshot_state.previous_run_id,
-        snapshot_state.has_previous,
-        coalesce(experiment_pairs.billed_cost, 0) + coalesce(experiment_pairs.unbilled_estimate, 0)
-        <> coalesce(experiment_pairs.previous_billed_cost, 0) + experiment_pairs.previous_unbilled_estimate
-            as total_changed,
-        snapshot_state.has_previous and coalesce(experiment_reasons.restated_delivery, 0) = 1 as restated_delivery,
-        snapshot_state.has_previous and coalesce(experiment_reasons.late_rows, 0) = 1 as late_rows,
-        not snapshot_state.has_previous
-        or not experiment_pairs.in_previous
-        or not experiment_pairs.in_current
-        or coalesce(experiment_reasons.new_telemetry, 0) = 1 as new_telemetry,
-        snapshot_state.config_changed as config_changed_reason,
-        snapshot_state.has_previous and coalesce(experiment_reasons.estimate_replaced, 0) = 1
-            as estimate_replaced_reason
+        coalesce(experiment_pairs.billed_cost, 0) - coalesce(experiment_reasons.attempts_billed_cost, 0)
+        <> coalesce(experiment_pairs.previous_billed_cost, 0)
+        - coalesce(experiment_reasons.previous_attempts_billed_cost, 0) as experiment_lines_changed
     from experiment_pairs
-    cross join snapshot_state
     left join experiment_reasons
         on
             experiment_pairs.experiment_id = experiment_reasons.experiment_id
             and experiment_pairs.allocation_model = experiment_reasons.allocation_model
+),
+
+experiment_flags as (
+    select
+        experiment_lines.*,
+        snapshot_state.previous_run_id,
+        snapshot_state.has_previous,
+        coalesce(experiment_lines.billed_cost, 0) + coalesce(experiment_lines.unbilled_estimate, 0)
+        <> coalesce(experiment_lines.previous_billed_cost, 0) + experiment_lines.previous_unbilled_estimate
+            as total_changed,
+        -- the experiment's own lines moved: a replaced delivery restated them, else they are new rows
+        snapshot_state.has_previous
+        and (
+            coalesce(experiment_reasons.restated_delivery, 0) = 1
+            or (experiment_lines.experiment_lines_changed and global_changes.any_delivery_replaced)
+        ) as restated_delivery,
+        snapshot_state.has_previous
+        and (
+            coalesce(experiment_reasons.late_rows, 0) = 1
+            or (experiment_lines.experiment_lines_changed and not global_changes.any_delivery_replaced)
+        ) as late_rows,
+        not snapshot_state.has_previous
+        or not experiment_lines.in_previous
+        or not experiment_lines.in_current
+        or coalesce(experiment_reasons.new_telemetry, 0) = 1 as new_telemetry,
+        snapshot_state.config_changed as config_changed_reason,
+        snapshot_state.has_previous and coalesce(experiment_reasons.estimate_replaced, 0) = 1
+            as estimate_replaced_reason
+    from experiment_lines
+    cross join snapshot_state
+    cross join global_changes
+    left join experiment_reasons
+        on
+            experiment_lines.experiment_id = experiment_reasons.experiment_id
+            and experiment_lines.allocation_model = experiment_reasons.allocation_model
 ),
 
 changes as (
