@@ -6,7 +6,8 @@
 -- new_telemetry (the attempt is new, its telemetry changed, or a running attempt's estimate grew),
 -- config_changed (the settings that change results differ), estimate_replaced (estimated hours are
 -- billed now). An experiment also takes restated_delivery (or late_rows, if no delivery was
--- replaced) when the lines placed on it and no attempt moved, such as a tax line tagged to it.
+-- replaced) when the lines placed on it and no attempt moved, such as a tax line tagged to it; an
+-- attempt does when only its estimate's price from the bill moved.
 -- Before the first publish every attempt and experiment is listed as new_telemetry.
 with attempt_costs as (
     select * from marts.attempt_costs
@@ -220,26 +221,45 @@ attempt_flags as (
     left join telemetry_changes on attempt_pairs.attempt_id = telemetry_changes.attempt_id
 ),
 
-attempt_reasons as (
+attempt_repricing as (
+    -- the estimate shrank with no hours billed and no telemetry or config change: the bill's list
+    -- price for the instance type moved (price_source billing)
     select
         attempt_flags.*,
-        attempt_flags.has_previous and attempt_flags.billed_hours_changed
-        and attempt_flags.any_delivery_replaced as restated_delivery,
-        attempt_flags.has_previous and attempt_flags.late_billed <> 0
-        and not attempt_flags.estimate_replaced as late_rows,
-        not attempt_flags.has_previous
-        or not attempt_flags.in_previous
-        or not attempt_flags.in_current
-        or attempt_flags.telemetry_changed
-        or coalesce(attempt_flags.unbilled_estimate, 0) > attempt_flags.previous_unbilled_estimate
-        or (
-            attempt_flags.billed_hours_changed
-            and not attempt_flags.any_delivery_replaced
-            and not attempt_flags.config_changed
-        ) as new_telemetry,
-        attempt_flags.config_changed as config_changed_reason,
-        attempt_flags.has_previous and attempt_flags.estimate_replaced as estimate_replaced_reason
+        attempt_flags.has_previous
+        and attempt_flags.in_previous
+        and attempt_flags.in_current
+        and coalesce(attempt_flags.unbilled_estimate, 0) < attempt_flags.previous_unbilled_estimate
+        and not attempt_flags.estimate_replaced
+        and not attempt_flags.telemetry_changed
+        and not attempt_flags.config_changed as estimate_repriced
     from attempt_flags
+),
+
+attempt_reasons as (
+    select
+        attempt_repricing.*,
+        attempt_repricing.has_previous
+        and attempt_repricing.any_delivery_replaced
+        and (attempt_repricing.billed_hours_changed or attempt_repricing.estimate_repriced) as restated_delivery,
+        attempt_repricing.has_previous
+        and (
+            (attempt_repricing.late_billed <> 0 and not attempt_repricing.estimate_replaced)
+            or (attempt_repricing.estimate_repriced and not attempt_repricing.any_delivery_replaced)
+        ) as late_rows,
+        not attempt_repricing.has_previous
+        or not attempt_repricing.in_previous
+        or not attempt_repricing.in_current
+        or attempt_repricing.telemetry_changed
+        or coalesce(attempt_repricing.unbilled_estimate, 0) > attempt_repricing.previous_unbilled_estimate
+        or (
+            attempt_repricing.billed_hours_changed
+            and not attempt_repricing.any_delivery_replaced
+            and not attempt_repricing.config_changed
+        ) as new_telemetry,
+        attempt_repricing.config_changed as config_changed_reason,
+        attempt_repricing.has_previous and attempt_repricing.estimate_replaced as estimate_replaced_reason
+    from attempt_repricing
 ),
 
 experiment_reasons as (

@@ -187,3 +187,72 @@ def test_gcp_estimates_are_replaced_by_the_bill_with_their_error(tmp_path) -> No
          "window_end": at(11, 10, day=12), "estimated_cost": D("2.4487333333"),
          "billed_cost": D("2.4"), "estimate_error": D("0.0487333333")},
     ]  # fmt: skip
+
+
+def test_an_estimate_repriced_by_a_restated_delivery_says_so(build) -> None:
+    # i-1 (no attempt) shows g5.xlarge at 2.00 an hour; a1 runs on i-2, not billed yet: from the
+    # account's horizon (11:00) to 14:00 at the bill's price. The previous snapshot priced the
+    # same hours at 2.50 from a delivery since replaced: only the price moved, and the reason
+    # says where it came from
+    lines = [cur_line(line_item_resource_id="i-1", line_item_usage_type="BoxUsage:g5.xlarge",
+                      product_instance_type="g5.xlarge", product_region_code="us-east-1",
+                      line_item_unblended_cost=2.0, pricing_public_on_demand_cost=2.0)]  # fmt: skip
+    attempts = [
+        {"attempt_id": "a1", "experiment_id": "e1", "instance_type": "g5.xlarge",
+         "region": "us-east-1", "account_id": "222222222222", "started_at": at(10),
+         "ended_at": at(14)},
+    ]  # fmt: skip
+    resources = [{"attempt_id": "a1", "resource_id": "i-2", "resource_kind": "ec2_instance"}]
+    con, _report = build(lines, attempts, resources)
+    set_clock(con, datetime(2026, 11, 1, tzinfo=UTC))
+    rebuild(con, "marts.cost_estimates")
+    assert records(con, "select price_source, estimated_cost from marts.cost_estimates") == [
+        {"price_source": "billing", "estimated_cost": D(6)}
+    ]
+    con.execute(
+        "insert into raw.previous_snapshot "
+        "select 'r1', now(), config_fingerprint from config.periods"
+    )
+    con.execute(
+        "insert into raw.previous_attempts select attempt_id, experiment_id, status, "
+        "instance_type, region, capacity_type, gpu_count, started_at, ended_at "
+        "from staging.attempts"
+    )
+    con.execute(
+        "insert into raw.previous_attempt_resources select attempt_id, resource_id, "
+        "started_at, ended_at, gpu_count from staging.attempt_resources"
+    )
+    for model_name in ("marginal", "fully_loaded"):
+        con.execute(
+            "insert into raw.previous_attempt_costs values "
+            "('a1', 'e1', ?, 0, 7.5, 'estimated', 'USD')",
+            [model_name],
+        )
+        con.execute(
+            "insert into raw.previous_experiment_costs values ('e1', ?, 0, 7.5, 'estimated')",
+            [model_name],
+        )
+    con.execute(
+        "insert into raw.previous_cost_estimates values ('a1', 'i-2', ?, ?, 3, 2.5, 7.5, 'USD')",
+        [at(11), at(14)],
+    )
+    con.execute(
+        "insert into raw.previous_billing_periods values "
+        "('aws', '111111111111', '2026-10', 'open', ['replaced-delivery'], ?, ?)",
+        [at(11), at(11)],
+    )
+    for name in ("marts.estimate_errors", "marts.attempt_costs", "marts.experiment_costs"):
+        rebuild(con, name)
+    rebuild(con, "marts.cost_changes")
+    assert records(con, "select * from marts.estimate_errors") == []  # no hour was billed
+    assert records(
+        con,
+        "select coalesce(attempt_id, experiment_id) as name, previous_total, total, change, "
+        "reasons from marts.cost_changes where allocation_model = 'marginal' "
+        "order by change_level",
+    ) == [
+        {"name": "a1", "previous_total": D("7.5"), "total": D(6), "change": D("-1.5"),
+         "reasons": "restated_delivery"},
+        {"name": "e1", "previous_total": D("7.5"), "total": D(6), "change": D("-1.5"),
+         "reasons": "restated_delivery"},
+    ]  # fmt: skip
