@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from pipeline import run as run_module
-from pipeline.config import load_config
-from pipeline.errors import CheckFailed, InputError
-from pipeline.run import run_pipeline
-from pipeline.runner import discover, parse_model
+from pipeline.common.errors import CheckFailed, InputError
+from pipeline.config.loader import load_config
+from pipeline.dag.models import discover, parse_model
+from pipeline.run import nightly as run_module
+from pipeline.run.nightly import run_pipeline
 from pipeline.scenario import write_scenario
 
 
