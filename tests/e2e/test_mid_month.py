@@ -13,8 +13,8 @@ from typing import Any
 import duckdb
 import pytest
 
-from pipeline.config import Config, load_config
-from pipeline.run import run_pipeline
+from pipeline.config.loader import Config, load_config
+from pipeline.run.nightly import run_pipeline
 from pipeline.scenario.cur_writer import CurLine, write_cur_delivery
 from pipeline.scenario.telemetry_writer import Attempt, AttemptResource, Experiment, write_telemetry
 
@@ -274,7 +274,7 @@ def test_runcost_diff_gives_every_change_a_reason(nights: dict[Any, Any]) -> Non
 
     from click.testing import CliRunner
 
-    from pipeline.cli import main
+    from pipeline.cli.app import main
 
     config = str(nights["root"] / "runcost.toml")
     result = CliRunner().invoke(main, ["diff", "--config", config, "--format", "csv"])

@@ -11,7 +11,7 @@ from typing import Any
 from builders import at, build_models, cur_line, rebuild, records
 from gcp_rows import gcp_row, write_gcp
 
-from pipeline.history import set_clock
+from pipeline.run.history import set_clock
 
 D = Decimal
 MONTH_START, MONTH_END = at(0), datetime(2026, 11, 1, tzinfo=UTC)
