@@ -6,7 +6,6 @@ import json
 import math
 import os
 import shutil
-import sys
 from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
@@ -15,10 +14,10 @@ from typing import Any
 import duckdb
 import pytest
 
-from pipeline.config import load_config
-from pipeline.engines.options import SparkOptions
-from pipeline.engines.transpile import to_spark
-from pipeline.run import run_pipeline
+from pipeline.config.engine import SparkOptions
+from pipeline.config.loader import load_config
+from pipeline.dag.engines.transpile import to_spark
+from pipeline.run.nightly import run_pipeline
 from pipeline.scenario import write_scenario
 
 pytest.importorskip("pyspark", reason="the Spark engine needs the spark extra")
@@ -39,7 +38,7 @@ DOUBLE_RELATIVE = 1e-12
 
 @pytest.fixture(scope="module")
 def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    from pipeline.engines.spark import open_session
+    from pipeline.dag.engines.spark import open_session
 
     conf = {"spark.sql.shuffle.partitions": "1", "spark.default.parallelism": "1"}
     spark, _started = open_session(SparkOptions(conf=conf), tmp_path_factory.mktemp("spark"))
@@ -142,7 +141,6 @@ def test_gcp_world_gives_the_same_tables_on_both_engines(tmp_path: Path) -> None
 @pytest.mark.slow
 def test_focus_world_gives_the_same_tables_on_both_engines(tmp_path: Path) -> None:
     """FOCUS CSV and Parquet files: JSON tags as maps, credits as their own rows."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/focus_world.py
     from focus_world import write_focus_world
 
     duckdb_run = _same_tables_on_both_engines(write_focus_world(tmp_path / "world"))
@@ -205,8 +203,9 @@ def _same(kind: str, a: object, b: object) -> bool:
 
 
 def test_catalog_gets_every_published_table(session: Any, tmp_path: Path) -> None:
-    from pipeline.engines.spark import TELEMETRY_VIEWS, SparkEngine
-    from pipeline.runner import build, parse_model
+    from pipeline.dag.build import build
+    from pipeline.dag.engines.spark import TELEMETRY_VIEWS, SparkEngine
+    from pipeline.dag.models import parse_model
 
     engine = SparkEngine(session, SparkOptions(catalog="spark_catalog"), tmp_path)
     for name in TELEMETRY_VIEWS:
@@ -257,8 +256,9 @@ def test_a_cluster_session_gets_inputs_and_gives_tables_over_arrow(
     session: Any, tmp_path: Path
 ) -> None:
     """Not local (no shared disk with the executors): rows travel over Arrow both ways."""
-    from pipeline.engines.spark import TELEMETRY_VIEWS, SparkEngine
-    from pipeline.runner import build, parse_model
+    from pipeline.dag.build import build
+    from pipeline.dag.engines.spark import TELEMETRY_VIEWS, SparkEngine
+    from pipeline.dag.models import parse_model
 
     engine = SparkEngine(session, SparkOptions(master="spark://head:7077"), tmp_path)
     assert not engine.local
