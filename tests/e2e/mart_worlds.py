@@ -11,7 +11,7 @@ from pathlib import Path
 
 import duckdb
 
-from pipeline.config import Config, load_config
+from pipeline.config.loader import Config, load_config
 from pipeline.scenario import write_gcp_scenario, write_scenario
 
 HERE = Path(__file__).resolve().parent
@@ -54,8 +54,8 @@ def _nights(folder: Path) -> list[tuple[Config, datetime]]:
 def _scale(skew: bool) -> Callable[[Path], list[tuple[Config, datetime]]]:
     def world(folder: Path) -> list[tuple[Config, datetime]]:
         try:
-            from bench.scenario.scale import ScaleSpec, generate
-        except ImportError:
+            from bench.scale import ScaleSpec, generate
+        except ImportError:  # before the layout refactor
             from pipeline.scenario.scale import ScaleSpec, generate
         generate(ScaleSpec(rows=20_000, seed=3, skew=skew), folder)
         return [(load_config(folder / "runcost.toml"), CLOCK)]
@@ -76,7 +76,7 @@ WORLDS: dict[str, Callable[[Path], list]] = {
 
 def run_world(name: str, folder: Path) -> dict[str, dict[str, object]]:
     """Run the world's nights in order; the marts of the last run, by relation name."""
-    from pipeline.run import run_pipeline
+    from pipeline.run.nightly import run_pipeline
 
     result = None
     for config, clock in WORLDS[name](folder):
