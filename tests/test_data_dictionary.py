@@ -221,8 +221,8 @@ def test_grains_match_the_sql_headers() -> None:
 def test_grain_drift_is_caught() -> None:
     text = DICTIONARY.read_text(encoding="utf-8")
     drifted = text.replace(
-        "**Grain:** one row per `(line_id, attempt_id)` with a positive overlap",
-        "**Grain:** one row per `(line_id, attempt_id, hour_start)` with a positive overlap",
+        "**Grain:** one row per `(resource_id, charge_period_start, charge_period_end)` window",
+        "**Grain:** one row per `(resource_id, charge_period_start, hour_start)` window",
     )
     assert drifted != text
     table = "attribution.resource_time_overlaps"
