@@ -116,7 +116,11 @@ def make_read_client(settings: GcpSettings) -> Any | None:
             BigQueryReadGrpcTransport,
         )
 
-        channel = grpc.insecure_channel(settings.storage_api_endpoint)
+        # as the library's own channel: a ReadRows response may be up to about 10 MB
+        channel = grpc.insecure_channel(
+            settings.storage_api_endpoint,
+            options=[("grpc.max_send_message_length", -1), ("grpc.max_receive_message_length", -1)],
+        )
         return bigquery_storage_v1.BigQueryReadClient(
             transport=BigQueryReadGrpcTransport(channel=channel)
         )
