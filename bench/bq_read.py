@@ -94,6 +94,7 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=250_000)
     parser.add_argument("--serve", type=int)
     parser.add_argument("--client", nargs=4)
+    parser.add_argument("--paths", default="rest,storage", help="rest,storage or one of them")
     args = parser.parse_args()
     if args.serve:
         return serve(args.serve)
@@ -108,7 +109,7 @@ def main() -> None:
     try:
         urls = json.loads(server.stdout.readline())  # type: ignore[union-attr]
         with tempfile.TemporaryDirectory() as folder:
-            for path in ("rest", "storage"):
+            for path in args.paths.split(","):
                 out = Path(folder) / f"{path}.parquet"
                 done = subprocess.run(
                     [sys.executable, __file__, "--client", path, urls["rest"], urls["storage"],
