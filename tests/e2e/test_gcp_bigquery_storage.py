@@ -125,3 +125,11 @@ def test_row_restriction_is_the_partition() -> None:
     from pipeline.ingest.gcp_bigquery_storage import row_restriction
 
     assert row_restriction(date(2026, 5, 1)) == "_PARTITIONTIME = TIMESTAMP('2026-05-01')"
+
+
+def test_storage_forced_without_a_local_storage_endpoint_is_refused(
+    tmp_path: Path, bq_endpoint: BigQueryEndpoint
+) -> None:
+    _export(bq_endpoint)
+    with pytest.raises(ConfigError, match=r"with gcp.api_endpoint needs gcp.storage_api_endpoint"):
+        run_pipeline(_config(tmp_path, bq_endpoint, read_api="storage"))
