@@ -57,6 +57,8 @@ class TableContent:
     columns: tuple[tuple[str, str], ...]
     rows: int
     content_hash: str
+    # the Parquet an engine wrote already (Spark), in this table's layout: moved, not copied
+    files: Path | None = None
 
     @property
     def partition_by(self) -> str | None:
@@ -85,13 +87,24 @@ class Snapshot:
     content_hashes: dict[str, str] = field(default_factory=dict)
 
 
-def table_contents(con: duckdb.DuckDBPyConnection) -> list[TableContent]:
-    """Every table a publish writes, with an order-independent hash of its rows and columns."""
+def table_contents(
+    con: duckdb.DuckDBPyConnection, written: dict[str, Path] | None = None
+) -> list[TableContent]:
+    """Every table a publish writes, with an order-independent hash of its rows and columns.
+
+    ``written``: tables an engine wrote as Parquet already (published name -> file or folder);
+    ``con`` holds views over those files.
+    """
+    written = written or {}
     contents = []
-    for schema, name in _tables(con):
+    tables = _tables(con)
+    tables += sorted({tuple(name.split(".", 1)) for name in written} - set(tables))
+    for schema, name in tables:
         source = f"staging.{name}" if schema == "telemetry" else f"{schema}.{name}"
         columns, rows, digest = content_hash(con, source)
-        contents.append(TableContent(f"{schema}.{name}", source, columns, rows, digest))
+        qualified = f"{schema}.{name}"
+        files = written.get(qualified)
+        contents.append(TableContent(qualified, source, columns, rows, digest, files))
     return contents
 
 
@@ -254,6 +267,9 @@ def publish(
 def _copy_table(con: duckdb.DuckDBPyConnection, table: TableContent, staging: Path) -> None:
     target = staging / _relative_path(table)
     target.parent.mkdir(parents=True, exist_ok=True)
+    if table.files is not None:
+        shutil.move(table.files, target)  # a rename when both are on one filesystem
+        return
     options = "format parquet, compression zstd"
     query = _parquet_query(table)
     if not table.partition_by:

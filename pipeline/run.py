@@ -266,7 +266,7 @@ def _run(
         manifest["periods"] = period_statuses(con)
         manifest["estimates"] = estimate_summary(con)
         events.start("publish", "snapshot")
-        contents = table_contents(con)
+        contents = table_contents(con, getattr(engine, "published_files", None))
         views = view_contents(con, published_views(models))
         hashes = content_hashes(contents, views)
         same_as = unchanged_snapshot(config.warehouse, hashes, ignore=HISTORY_TABLES)
