@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import shutil
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -116,13 +117,26 @@ class SparkEngine:
         self.inputs = Inputs()
         # published name -> the Parquet Spark wrote for it, which publish moves into the snapshot
         self.published_files: dict[str, Path] = {}
+        self.seconds: dict[str, float] = {}  # inputs, outputs: Spark's work outside the models
 
     def load_inputs(self, con: duckdb.DuckDBPyConnection) -> None:
         """Register the raw.* and config.* relations of the DuckDB build database in Spark:
         executors read the raw Parquet, small tables pass through the driver (spark_inputs)."""
+        started = time.perf_counter()
         self.inputs = load_inputs(self.session, con)
         self.views.update(self.inputs.views)
         self.config_tables = list(self.inputs.config_tables)
+        self.seconds["inputs"] = time.perf_counter() - started
+        log.info(
+            "spark: %d raw views read by the executors (%d Parquet files), %d small tables "
+            "(%d rows) through the driver, in %.1f s",
+            len(self.inputs.read_by_executors),
+            sum(len(files) for files in self.inputs.read_by_executors.values()),
+            len(self.inputs.through_driver),
+            sum(self.inputs.through_driver.values()),
+            self.seconds["inputs"],
+            extra={"stage": "build"},
+        )
 
     def prepare(self, schemas: tuple[str, ...]) -> None:
         """Temp views need no schema: `staging.x` is the view `staging__x` (transpile)."""
@@ -175,8 +189,16 @@ class SparkEngine:
             else qualified
             for qualified in self.published(models)
         }
+        started = time.perf_counter()
         self.published_files = write_outputs(
             self.session, con, models, names, self.scratch / "outputs"
+        )
+        self.seconds["outputs"] = time.perf_counter() - started
+        log.info(
+            "spark: %d published tables written as Parquet by the executors in %.1f s",
+            len(self.published_files),
+            self.seconds["outputs"],
+            extra={"stage": "publish"},
         )
 
     def finish(self, con: duckdb.DuckDBPyConnection, models: list[Model]) -> dict[str, int] | None:

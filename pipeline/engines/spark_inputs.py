@@ -23,7 +23,12 @@ import pyarrow.parquet as pq
 import sqlglot
 from sqlglot import expressions as exp
 
-from pipeline.engines.spark_types import arrow_schema, relation_fields, relation_schema
+from pipeline.engines.spark_types import (
+    arrow_schema,
+    relation_fields,
+    relation_schema,
+    spark_path,
+)
 from pipeline.engines.transpile import to_spark, view_name
 from pipeline.errors import InputError
 
@@ -96,7 +101,7 @@ def _from_files(
     session: Any, con: duckdb.DuckDBPyConnection, qualified: str, definition: str, inputs: Inputs
 ) -> tuple[Any, list[str]]:
     """The view ``qualified`` as Spark SQL over Spark reads of its Parquet files."""
-    statement = sqlglot.parse_one(definition, read="duckdb")
+    statement = sqlglot.parse_one(unwrapped_lambdas(definition), read="duckdb")
     query = statement.expression if isinstance(statement, exp.Create) else statement
     files: list[str] = []
     for index, table in enumerate(
@@ -150,7 +155,8 @@ def read_files(session: Any, paths: list[str], options: dict[str, bool]) -> Any:
     for schema in schemas if options.get("union_by_name") else schemas[:1]:
         for item in schema:
             fields.setdefault(item.name, item)
-    frame = session.read.schema(arrow_schema(pa.schema(list(fields.values())))).parquet(*paths)
+    reader = session.read.schema(arrow_schema(pa.schema(list(fields.values()))))
+    frame = reader.parquet(*[spark_path(path) for path in paths])
     columns = [col(f"`{name}`") for name in fields]
     if options.get("file_row_number"):
         columns.append(col("_metadata.row_index").alias("file_row_number"))
@@ -177,6 +183,31 @@ def _listed(uri: str, paths: list[str]) -> str:
         if Path(path).as_uri() == uri:
             return path
     raise InputError(f"Spark read {uri}, which is not one of the files listed: {paths[:3]}")
+
+
+def unwrapped_lambdas(sql: str) -> str:
+    """`f(l, (lambda x: e))` -> `f(l, lambda x: e)`: DuckDB stores a view's lambdas in
+    parentheses, which sqlglot does not parse."""
+    out, index = [], 0
+    while (start := sql.find("(lambda ", index)) >= 0:
+        depth, quote, position = 0, "", start
+        for position in range(start, len(sql)):
+            char = sql[position]
+            if quote:
+                quote = "" if char == quote else quote
+            elif char in "'\"":
+                quote = char
+            elif char == "(":
+                depth += 1
+            elif char == ")":
+                depth -= 1
+                if depth == 0:
+                    break
+        out.append(sql[index:start])
+        out.append(unwrapped_lambdas(sql[start + 1 : position]))
+        index = position + 1
+    out.append(sql[index:])
+    return "".join(out)
 
 
 def utc_wall_times(tree: exp.Expression) -> exp.Expression:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 
+from pipeline.engines.spark_types import spark_path
 from pipeline.engines.transpile import view_name
 from pipeline.publish import PARTITION_COLUMN
 from pipeline.snapshots import sql_path
@@ -76,7 +77,7 @@ def write_outputs(
 
 def _write_partitioned(frame: Any, target: Path) -> None:
     writer = frame.write.mode("overwrite").option("compression", "zstd")
-    writer.partitionBy(PARTITION_COLUMN).parquet(str(target))
+    writer.partitionBy(PARTITION_COLUMN).parquet(spark_path(target))
     _tidy(target)
     for folder in target.glob(f"{PARTITION_COLUMN}={SPARK_NULL_PARTITION}"):
         folder.rename(target / f"{PARTITION_COLUMN}=NULL")
@@ -86,7 +87,7 @@ def _write_single(frame: Any, target: Path) -> None:
     """One file, as publish writes a table without billing periods (one task writes it)."""
     spark_folder = target.with_name(f".{target.name}.spark")
     frame.coalesce(1).write.mode("overwrite").option("compression", "zstd").parquet(
-        str(spark_folder)
+        spark_path(spark_folder)
     )
     parts = sorted(spark_folder.glob("part-*.parquet"))
     if len(parts) != 1:

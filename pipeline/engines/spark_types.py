@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -25,6 +27,15 @@ _SCALARS = {
     "timestamp": "timestamp_ntz",
     "null": "string",  # an untyped NULL column: any type reads it
 }
+
+
+def spark_path(path: str | Path) -> str:
+    """A path for Spark: a local one as file://..., so a cluster whose default filesystem is
+    HDFS (YARN on EMR, Dataproc) does not look for it there; a URL (s3a://...) as it is."""
+    text = str(path)
+    if "://" in text:
+        return text
+    return "file://" + os.path.abspath(text)  # not as_uri(): Hadoop would quote its %20 again
 
 
 def spark_type(kind: Any) -> str:

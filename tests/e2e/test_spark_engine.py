@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import sys
 from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
@@ -118,30 +117,9 @@ def _normalized(rows: list[tuple]) -> list[tuple]:
 
 @pytest.mark.slow
 def test_demo_world_gives_the_same_tables_on_both_engines(tmp_path: Path) -> None:
+    """local[*]; every world on a standalone cluster and Spark Connect: test_spark_cluster.py."""
     duckdb_run = _same_tables_on_both_engines(write_scenario(tmp_path / "world"))
     assert len(duckdb_run.row_counts) >= 30
-
-
-@pytest.mark.slow
-def test_gcp_world_gives_the_same_tables_on_both_engines(tmp_path: Path) -> None:
-    """Credits arrays, label maps, invoice months in Pacific time: the GCP staging models."""
-    from pipeline.scenario.gcp_scenario import write_gcp_scenario
-
-    duckdb_run = _same_tables_on_both_engines(write_gcp_scenario(tmp_path / "world"))
-    con = duckdb.connect(str(duckdb_run.database), read_only=True)
-    gcp = con.execute("select count(*) from normalized.cost_lines where provider = 'gcp'")
-    assert gcp.fetchone()[0] > 0
-
-
-@pytest.mark.slow
-def test_focus_world_gives_the_same_tables_on_both_engines(tmp_path: Path) -> None:
-    """FOCUS CSV and Parquet files: JSON tags as maps, credits as their own rows."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/focus_world.py
-    from focus_world import write_focus_world
-
-    duckdb_run = _same_tables_on_both_engines(write_focus_world(tmp_path / "world"))
-    con = duckdb.connect(str(duckdb_run.database), read_only=True)
-    assert con.execute("select count(*) from normalized.focus").fetchone()[0] > 0
 
 
 def _same_tables_on_both_engines(config_file: Path) -> Any:
