@@ -13,7 +13,7 @@ from pathlib import Path
 import duckdb
 
 from bench.plan import check_plan
-from pipeline.runner import LAYERS, parse_model, sql_root
+from pipeline.dag.models import LAYERS, parse_model, sql_root
 
 BASES = ("billed_cost", "effective_cost", "list_cost", "net_cost")
 
@@ -45,8 +45,8 @@ def _stage_of(message: str) -> str:
 
 def pipeline_child(args) -> dict:
     """Run the real pipeline once; per-stage seconds and peak RSS; check it against expected."""
-    from pipeline.config import load_config
-    from pipeline.run import run_pipeline
+    from pipeline.config.loader import load_config
+    from pipeline.run.nightly import run_pipeline
 
     config = load_config(args.warehouse)
     peaks: dict[str, float] = {}

@@ -8,12 +8,13 @@ from typing import Any
 
 import duckdb
 
-from pipeline.config import load_config
+from pipeline.config.loader import load_config
+from pipeline.dag.build import build
+from pipeline.dag.models import discover
+from pipeline.dag.pools import pool_models
 from pipeline.ingest.aws_cur2 import ingest_aws_exports
-from pipeline.pools import pool_models
-from pipeline.runner import build, discover
-from pipeline.settings import write_settings
-from pipeline.sources import register_sources
+from pipeline.run.settings import write_settings
+from pipeline.run.sources import register_sources
 from pipeline.telemetry.files import load_telemetry
 
 JOIN_MODEL = "attribution.resource_time_overlaps"

@@ -17,12 +17,12 @@ if str(ROOT) not in sys.path:
 import duckdb  # noqa: E402
 
 from bench.baselines import cpu_seconds, peak_mb, reset_peak  # noqa: E402
-from pipeline.config import load_config  # noqa: E402
+from pipeline.config.loader import load_config  # noqa: E402
+from pipeline.dag.models import discover, order  # noqa: E402
+from pipeline.dag.pools import pool_models  # noqa: E402
 from pipeline.ingest.aws_cur2 import ingest_aws_exports  # noqa: E402
-from pipeline.pools import pool_models  # noqa: E402
-from pipeline.runner import discover, order  # noqa: E402
-from pipeline.settings import write_settings  # noqa: E402
-from pipeline.sources import register_sources  # noqa: E402
+from pipeline.run.settings import write_settings  # noqa: E402
+from pipeline.run.sources import register_sources  # noqa: E402
 from pipeline.telemetry.files import load_telemetry  # noqa: E402
 
 

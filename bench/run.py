@@ -27,8 +27,8 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench import baselines  # noqa: E402
+from bench.scale import ScaleSpec, config_text, generate  # noqa: E402
 from bench.targets import run_targets  # noqa: E402
-from pipeline.scenario.scale import ScaleSpec, config_text, generate  # noqa: E402
 
 OUT = ROOT / "bench" / "out"
 STAGES = ("ingest", "telemetry", "staging", "normalized", "attribution", "allocation", "marts")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -10,25 +9,22 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
 
-import duckdb  # noqa: E402
-import pyarrow as pa  # noqa: E402
-import pyarrow.parquet as pq  # noqa: E402
-
-from pipeline.config import Config, parse_config  # noqa: E402
-from pipeline.ingest.raw_store import Delivery  # noqa: E402
-from pipeline.period_settings import write_period_settings  # noqa: E402
-from pipeline.pools import pool_models, write_pool_settings  # noqa: E402
-from pipeline.runner import BuildReport, Model, build, discover  # noqa: E402
-from pipeline.sources import register_sources  # noqa: E402
-from pipeline.telemetry import canonical  # noqa: E402
-from schemas import aws_cur2  # noqa: E402
+from pipeline.config.loader import Config, parse_config
+from pipeline.dag.build import BuildReport, build
+from pipeline.dag.models import Model, discover
+from pipeline.dag.pools import pool_models
+from pipeline.run.settings import write_period_settings, write_pool_settings
+from pipeline.run.sources import register_sources
+from pipeline.telemetry import canonical
+from pipeline.warehouse.raw_store import Delivery
+from schemas import aws_cur2
 
 try:  # the [economics] constants table, while it is written apart from the pool settings
-    from pipeline.economics_settings import write_economics_settings
+    from pipeline.run.settings import write_economics_settings
 except ImportError:  # pragma: no cover
     write_economics_settings = None
 

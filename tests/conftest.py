@@ -13,12 +13,13 @@ import pytest
 from bq_endpoint import BigQueryEndpoint
 from moto.server import ThreadedMotoServer
 
-from pipeline.config import parse_config
+from pipeline.config.loader import parse_config
+from pipeline.dag.build import build
+from pipeline.dag.models import discover
+from pipeline.dag.pools import pool_models
 from pipeline.ingest import s3_source
-from pipeline.pools import pool_models
-from pipeline.runner import build, discover
-from pipeline.settings import write_settings
-from pipeline.sources import TELEMETRY_TABLES, register_sources
+from pipeline.run.settings import write_settings
+from pipeline.run.sources import TELEMETRY_TABLES, register_sources
 from pipeline.telemetry.canonical import empty_table
 
 

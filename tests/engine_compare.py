@@ -11,8 +11,8 @@ from typing import Any
 
 import duckdb
 
-from pipeline.config import load_config
-from pipeline.run import run_pipeline
+from pipeline.config.loader import load_config
+from pipeline.run.nightly import run_pipeline
 
 # DOUBLE columns (shares, hours, ratios) may differ in the last bits: Spark's double -> decimal
 # cast and Java's exp() are not DuckDB's (docs/scale.md); money and everything else is exact

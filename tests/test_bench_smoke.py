@@ -13,7 +13,7 @@ import duckdb
 import pyarrow.parquet as pq
 
 from bench.plan import check_plan, join_plan
-from pipeline.scenario.scale import ScaleSpec, generate
+from bench.scale import ScaleSpec, generate
 from pipeline.telemetry.canonical import arrow_schema as telemetry_schema
 from schemas.aws_cur2 import arrow_schema
 

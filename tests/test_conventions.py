@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from pipeline.cli import main
-from pipeline.runner import LAYERS, discover
+from pipeline.cli.app import main
+from pipeline.dag.models import LAYERS, discover
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = discover(ROOT / "sql")

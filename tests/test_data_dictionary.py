@@ -9,8 +9,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from pipeline.config import load_config
-from pipeline.runner import discover
+from pipeline.config.loader import load_config
+from pipeline.dag.models import discover
 from pipeline.scenario import write_scenario
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -64,7 +64,7 @@ def normalize_type(text: str) -> str:
 
 @pytest.fixture(scope="module")
 def published(tmp_path_factory: pytest.TempPathFactory) -> Iterator[duckdb.DuckDBPyConnection]:
-    from pipeline.run import run_pipeline
+    from pipeline.run.nightly import run_pipeline
 
     folder = tmp_path_factory.mktemp("contract")
     result = run_pipeline(load_config(write_scenario(folder)))

@@ -11,8 +11,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipeline.config import Config
-from pipeline.errors import InputError
+from pipeline.common.errors import InputError
+from pipeline.config.loader import Config
 from pipeline.ingest.cur_convert import convert_all, file_format, needs_conversion
 from pipeline.ingest.cur_plan import Planned, periods, plan
 from pipeline.ingest.cur_validate import (
@@ -23,7 +23,7 @@ from pipeline.ingest.cur_validate import (
     note_extra_columns,
 )
 from pipeline.ingest.export_source import ExportSource, LocalExportSource, SourceFile
-from pipeline.ingest.raw_store import Delivery, RawStore, safe_name, sha256_file
+from pipeline.warehouse.raw_store import Delivery, RawStore, safe_name, sha256_file
 
 log = logging.getLogger("runcost")
 

@@ -17,7 +17,8 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipeline.errors import InputError
+from pipeline.common.duck import connect, identifier, literal
+from pipeline.common.errors import InputError
 from pipeline.ingest.legacy_cur import LegacyHeader, is_legacy_header, map_header
 from schemas import aws_cur2
 
@@ -167,7 +168,7 @@ def _legacy_map(entries: list[tuple[str, int]]) -> str:
     if not entries:
         return "cast(map() as map(varchar, varchar))"
     items = ", ".join(
-        f"{{'key': {_quote(key)}, 'value': cast(c{position} as varchar)}}"
+        f"{{'key': {literal(key)}, 'value': cast(c{position} as varchar)}}"
         for key, position in entries
     )
     return (
@@ -178,21 +179,19 @@ def _legacy_map(entries: list[tuple[str, int]]) -> str:
 def _run(source: Path, kind: str, plan: _Plan, target: Path, where: str) -> int:
     if kind == "parquet":
         names = read_header(source, kind)
-        renamed = ", ".join(f"{_ident(name)} as c{i}" for i, name in enumerate(names))
-        reader = f"(select {renamed} from read_parquet({_quote(str(source))}))"
+        renamed = ", ".join(f"{identifier(name)} as c{i}" for i, name in enumerate(names))
+        reader = f"(select {renamed} from read_parquet({literal(str(source))}))"
     else:
         columns = ", ".join(f"'c{i}': 'VARCHAR'" for i in range(plan.source_columns))
         reader = (
-            f"read_csv({_quote(str(source))}, header = true, auto_detect = false, delim = ',', "
+            f"read_csv({literal(str(source))}, header = true, auto_detect = false, delim = ',', "
             f"quote = '\"', escape = '\"', columns = {{{columns}}}, "
             f"compression = '{'gzip' if kind == 'gzip' else 'none'}', strict_mode = true, "
             "null_padding = false, allow_quoted_nulls = false)"
         )
-    con = duckdb.connect()
+    con = connect(settings={"threads": 2})
     rows = 0
     try:
-        con.execute("set TimeZone = 'UTC'")
-        con.execute("set threads = 2")
         con.execute("set preserve_insertion_order = true")
         batches = con.sql(f"select {plan.select} from {reader}").to_arrow_reader(BATCH_ROWS)
         with pq.ParquetWriter(target, plan.schema, compression="snappy") as writer:
@@ -223,11 +222,3 @@ def _unzip(source: Path, target: Path, where: str) -> Path:
     except zipfile.BadZipFile as error:
         raise InputError(f"{where}: not a readable .zip file ({error}); re-deliver it") from error
     return target
-
-
-def _quote(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
-
-
-def _ident(text: str) -> str:
-    return '"' + text.replace('"', '""') + '"'

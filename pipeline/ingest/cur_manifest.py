@@ -9,7 +9,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from pipeline.errors import InputError
+from pipeline.common.errors import InputError
 
 # The documented top-level fields (AWS "Data Exports manifest file reference") are executionId,
 # exportArn, columns, dataFiles and additionalOutputFiles. The CUR 2.0 billing period is not a

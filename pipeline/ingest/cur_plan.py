@@ -10,10 +10,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import PurePosixPath
 
-from pipeline.errors import InputError
+from pipeline.common.errors import InputError
 from pipeline.ingest.cur_manifest import parse_manifest
 from pipeline.ingest.export_source import ExportSource, SourceFile
-from pipeline.ingest.raw_store import RawStore
+from pipeline.warehouse.raw_store import RawStore
 
 log = logging.getLogger("runcost")
 

@@ -7,12 +7,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import BinaryIO
 
-import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipeline.config import Config
-from pipeline.errors import InputError
+from pipeline.common.duck import connect, literal
+from pipeline.common.errors import InputError
+from pipeline.config.loader import Config
 from schemas import aws_cur2
 
 PARQUET_HINT = (
@@ -128,10 +128,9 @@ def check_delivery(files: list[Path], where: str, period: str, config: Config) -
     """Refuse a delivery billed in several currencies; warn when its lines are daily."""
     if not files:
         return
-    listed = "[" + ", ".join("'" + str(path).replace("'", "''") + "'" for path in files) + "]"
-    con = duckdb.connect()
+    listed = "[" + ", ".join(literal(path) for path in files) + "]"
+    con = connect()
     try:
-        con.execute("set TimeZone = 'UTC'")
         names = {
             row[0]
             for row in con.execute(

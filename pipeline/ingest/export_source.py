@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol
 
-from pipeline.ingest.raw_store import sha256_stream
+from pipeline.warehouse.raw_store import sha256_stream
 
 
 @dataclass(frozen=True)

@@ -13,11 +13,12 @@ from pathlib import Path
 
 import duckdb
 
-from pipeline.config import Config
-from pipeline.config_focus import DATA_SUFFIXES, FocusSource
-from pipeline.errors import InputError
+from pipeline.common.duck import connect
+from pipeline.common.errors import InputError
+from pipeline.config.focus import DATA_SUFFIXES, FocusSource
+from pipeline.config.loader import Config
 from pipeline.ingest.focus_read import TYPED, read_focus_file
-from pipeline.ingest.raw_store import Delivery, RawStore, sha256_file
+from pipeline.warehouse.raw_store import Delivery, RawStore, sha256_file
 
 log = logging.getLogger("runcost")
 
@@ -42,8 +43,7 @@ def ingest_focus_files(config: Config) -> list[Delivery]:
         return []
     store = RawStore(config.warehouse / "raw", PROVIDER)
     staging = config.warehouse / _STAGING / f"focus-{secrets.token_hex(4)}"
-    con = duckdb.connect()
-    con.execute("set TimeZone = 'UTC'")
+    con = connect()
     try:
         return _ingest(config, store, con, staging)
     finally:

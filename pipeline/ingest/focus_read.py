@@ -13,7 +13,8 @@ import duckdb
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
-from pipeline.errors import InputError
+from pipeline.common.duck import identifier, literal
+from pipeline.common.errors import InputError
 from schemas import focus
 
 log = logging.getLogger("runcost")
@@ -63,13 +64,13 @@ def read_focus_file(
             + (", or set provider_name for this source" if missing == ["ProviderName"] else "")
         )
     _check_values(con, path, mapping, provider_name)
-    select = [f"{_LINE} as {SOURCE_LINE}", f"{_literal(relative)} as {SOURCE_FILE}"]
+    select = [f"{_LINE} as {SOURCE_LINE}", f"{literal(relative)} as {SOURCE_FILE}"]
     for name, kind in focus.KINDS.items():
         if name == "ProviderName" and provider_name:
-            select.append(f"{_literal(provider_name)} as ProviderName")
+            select.append(f"{literal(provider_name)} as ProviderName")
         elif name in mapping:
-            select.append(f"{_parse(_ident(mapping[name]), kind)} as {name}")
-    select += [f"{_ident(name)}" for name in extras]
+            select.append(f"{_parse(identifier(mapping[name]), kind)} as {name}")
+    select += [f"{identifier(name)}" for name in extras]
     con.execute(f"create or replace temp table {TYPED} as select {', '.join(select)} from {_TEXT}")
     rows = con.execute(f"select count(*) from {TYPED}").fetchone()[0]
     _note_precision(con, path, [name for name in mapping if focus.KINDS[name] == "decimal"])
@@ -101,7 +102,7 @@ def _load_text(con: duckdb.DuckDBPyConnection, path: Path) -> list[str]:
     if name.endswith(".parquet"):
         try:
             described = con.execute(
-                f"describe select * from read_parquet({_literal(str(path))})"
+                f"describe select * from read_parquet({literal(str(path))})"
             ).fetchall()
         except duckdb.Error as error:
             raise InputError(
@@ -109,16 +110,16 @@ def _load_text(con: duckdb.DuckDBPyConnection, path: Path) -> list[str]:
             ) from error
         names = [row[0] for row in described]
         columns = [
-            f"to_json({_ident(column)})::varchar as {_ident(column)}"
+            f"to_json({identifier(column)})::varchar as {identifier(column)}"
             if kind.startswith(("MAP", "STRUCT")) or kind.endswith("]")
-            else f"cast({_ident(column)} as varchar) as {_ident(column)}"
+            else f"cast({identifier(column)} as varchar) as {identifier(column)}"
             for column, kind, *_ in described
         ]
         _check_names(names, path)
         con.execute(
             f"create or replace temp table {_TEXT} as select {', '.join(columns)}, "
             f"file_row_number as {_LINE} "
-            f"from read_parquet({_literal(str(path))}, file_row_number = true)"
+            f"from read_parquet({literal(str(path))}, file_row_number = true)"
         )
         return names
     names = _csv_header(path)
@@ -196,7 +197,7 @@ def _check_values(
     probes: list[tuple[str, str, str]] = []  # (column, problem, SQL condition)
     for name, column in mapping.items():
         kind = focus.KINDS[name]
-        text = _ident(column)
+        text = identifier(column)
         if kind != "string":
             bad = f"{text} is not null and {_parse(text, kind)} is null"
             probes.append((name, "unparseable", bad))
@@ -218,7 +219,7 @@ def _check_values(
             "cost and reconcile the line); fill it in the export, or drop the row"
         )
     value = con.execute(
-        f"select {_ident(mapping[name])} from {_TEXT} where {_LINE} = ?", [line]
+        f"select {identifier(mapping[name])} from {_TEXT} where {_LINE} = ?", [line]
     ).fetchone()[0]
     raise InputError(
         f"{where}: {value!r} is not {_HOW[focus.KINDS[name]]}; fix the value in the export"
@@ -256,11 +257,3 @@ def _parse(text: str, kind: str) -> str:
             f"case when json_valid({text}) and json_type(json({text})) = 'OBJECT' then {text} end"
         )
     return text
-
-
-def _ident(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
-def _literal(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"

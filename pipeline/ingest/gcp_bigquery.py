@@ -14,8 +14,8 @@ from typing import Any
 import pyarrow.parquet as pq
 from google.cloud import bigquery
 
-from pipeline.config import Config
-from pipeline.errors import InputError
+from pipeline.common.errors import InputError
+from pipeline.config.loader import Config
 from pipeline.ingest.gcp_bigquery_client import job_project, make_client, query, translated
 from pipeline.ingest.gcp_bigquery_table import ExportTable, inspect_table
 from pipeline.ingest.gcp_partitions import (
@@ -25,7 +25,7 @@ from pipeline.ingest.gcp_partitions import (
     partition_fingerprint,
     scan_range,
 )
-from pipeline.ingest.raw_store import DELIVERY_FILE, Delivery, RawStore
+from pipeline.warehouse.raw_store import DELIVERY_FILE, Delivery, RawStore
 
 log = logging.getLogger("runcost")
 

@@ -14,8 +14,8 @@ from google.auth import exceptions as auth_errors
 from google.auth.credentials import AnonymousCredentials
 from google.cloud import bigquery
 
-from pipeline.config import GcpSettings
-from pipeline.errors import ConfigError, InputError
+from pipeline.common.errors import ConfigError, InputError
+from pipeline.config.loader import GcpSettings
 
 log = logging.getLogger("runcost")
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from google.api_core import exceptions as api_errors
 from google.cloud import bigquery
 
-from pipeline.errors import InputError
+from pipeline.common.errors import InputError
 from pipeline.ingest.gcp_bigquery_client import message, query
 
 EXPORT_PREFIX = "gcp_billing_export"

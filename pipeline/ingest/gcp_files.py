@@ -21,9 +21,9 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipeline.config import Config
-from pipeline.errors import InputError
-from pipeline.ingest.raw_store import Delivery, RawStore, sha256_file
+from pipeline.common.errors import InputError
+from pipeline.config.loader import Config
+from pipeline.warehouse.raw_store import Delivery, RawStore, sha256_file
 from schemas import gcp_billing
 
 log = logging.getLogger("runcost")

@@ -11,7 +11,7 @@ from typing import Any
 
 from google.cloud import bigquery
 
-from pipeline.config import GcpSettings
+from pipeline.config.loader import GcpSettings
 from pipeline.ingest.gcp_bigquery_client import query
 
 # The sum is taken over NUMERIC (exact, 9 decimals): a FLOAT64 sum can change in its last bits

@@ -16,7 +16,7 @@ from botocore.exceptions import (
     NoCredentialsError,
 )
 
-from pipeline.errors import InputError
+from pipeline.common.errors import InputError
 from pipeline.ingest.export_source import SourceFile
 
 # Large files go in 16 MiB parts, a few at a time, straight into the target file.

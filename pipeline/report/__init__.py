@@ -1,12 +1,12 @@
-"""Serving analysts: read the published snapshot safely, and draw it as a self-contained report."""
+"""The HTML report: SQL aggregates over the published marts, drawn as one self-contained page."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
-from pipeline.report.access import open_snapshot
 from pipeline.report.page import render
+from pipeline.warehouse.access import open_snapshot
 
 DEFAULT_REPORT_NAME = "runcost-report.html"
 

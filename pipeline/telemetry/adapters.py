@@ -10,7 +10,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from pipeline.errors import InputError
+from pipeline.common.errors import InputError
 from pipeline.telemetry.canonical import arrow_schema, empty_table
 
 log = logging.getLogger("runcost")
@@ -151,7 +151,7 @@ class Outcome:
 def read_sources(config: Any) -> dict[str, pa.Table]:
     """The canonical files of telemetry.path (if set) and every configured source, merged.
 
-    `config` is a pipeline.config.Config; sources are read in config order after the files.
+    `config` is a pipeline.config.loader.Config; sources are read in config order after the files.
     """
     batches: list[tuple[str, Mapping[str, pa.Table]]] = []
     if config.telemetry is not None:

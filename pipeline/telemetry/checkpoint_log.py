@@ -21,7 +21,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import pyarrow as pa
 
-from pipeline.errors import InputError
+from pipeline.common.errors import InputError
 from pipeline.telemetry.adapters import Outcome, table, utc
 
 # The log's names for what runcost's canonical events call them; anything else passes as is.

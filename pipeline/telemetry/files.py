@@ -11,7 +11,7 @@ import pandera.errors
 import polars as pl
 import pyarrow as pa
 
-from pipeline.errors import InputError
+from pipeline.common.errors import InputError
 from pipeline.telemetry.canonical import (
     DATASETS,
     REQUIRED,

@@ -11,7 +11,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from pipeline.errors import InputError
+from pipeline.common.errors import InputError
 from pipeline.telemetry.adapters import table
 
 log = logging.getLogger("runcost")

@@ -11,7 +11,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from pipeline.errors import InputError
+from pipeline.common.errors import InputError
 from pipeline.telemetry.adapters import Outcome, table
 
 # alembic heads whose core tables (experiments, runs, tags, metrics) this reader was checked on.

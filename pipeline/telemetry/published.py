@@ -7,8 +7,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipeline.snapshots import current_snapshot
 from pipeline.telemetry.adapters import merge, table
+from pipeline.warehouse.snapshots import current_snapshot
 
 TABLES = ("attempts", "attempt_resources", "attempt_events", "experiments")
 

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 
-from pipeline.config import Config, load_config
+from pipeline.config.loader import Config, load_config
 from pipeline.scenario.cur_writer import CurLine, write_cur_delivery
 from pipeline.scenario.telemetry_writer import Attempt, AttemptResource, Experiment, write_telemetry
 

@@ -14,8 +14,8 @@ import duckdb
 import pyarrow.parquet as pq
 import pytest
 
-from pipeline.config import load_config
-from pipeline.run import run_pipeline
+from pipeline.config.loader import load_config
+from pipeline.run.nightly import run_pipeline
 from pipeline.scenario import write_scenario
 
 # the oracle and the SQL round resource_time slices apart; test_golden compares to a micro-dollar

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
@@ -10,15 +9,12 @@ from pathlib import Path
 import duckdb
 import pyarrow.parquet as pq
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 from focus_world import csv_totals, row, write_focus_world, write_mixed_csv
 
 from pipeline import scenario
-from pipeline.config import load_config
-from pipeline.errors import InputError
-from pipeline.run import run_pipeline
+from pipeline.common.errors import InputError
+from pipeline.config.loader import load_config
+from pipeline.run.nightly import run_pipeline
 
 TOTALS = (
     "select provider, billing_account_id, billing_period, billing_currency, "

@@ -13,9 +13,9 @@ import pytest
 from bq_endpoint import BigQueryEndpoint, QueryRecord
 from gcp_export import DETAILED_SCHEMA, DETAILED_TABLE, export_row
 
-from pipeline.config import parse_config
-from pipeline.errors import InputError
-from pipeline.run import run_pipeline
+from pipeline.common.errors import InputError
+from pipeline.config.loader import parse_config
+from pipeline.run.nightly import run_pipeline
 
 TODAY = datetime.now(UTC).date()
 DAYS = [TODAY - timedelta(days=offset) for offset in (14, 13, 12, 4, 3, 2)]  # two weeks back

@@ -15,7 +15,7 @@ import duckdb
 import pytest
 from bq_endpoint import BigQueryEndpoint
 
-from pipeline.config import load_config
+from pipeline.config.loader import load_config
 from pipeline.scenario import write_gcp_scenario
 from pipeline.scenario.gcp_scenario import TABLE, export_table
 from pipeline.scenario.gcp_world import GcpRow, build_gcp_world
@@ -48,7 +48,7 @@ def read_from_bigquery(config: Path, endpoint: BigQueryEndpoint, start: str) -> 
 def published(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[tuple[Path, duckdb.DuckDBPyConnection]]:
-    from pipeline.run import run_pipeline
+    from pipeline.run.nightly import run_pipeline
 
     folder = tmp_path_factory.mktemp(f"gcp-{request.param}")
     if request.param == "bigquery":
@@ -147,7 +147,7 @@ def attempt_billed(database: Path) -> dict[tuple[str, str], Decimal]:
 def test_a_late_row_rereads_its_partition_and_moves_only_its_attempt(
     tmp_path: Path, bq_endpoint: BigQueryEndpoint
 ) -> None:
-    from pipeline.run import run_pipeline
+    from pipeline.run.nightly import run_pipeline
 
     world = build_gcp_world(7)
     load_export(bq_endpoint, world.rows)

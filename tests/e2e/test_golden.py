@@ -10,7 +10,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from pipeline.config import load_config
+from pipeline.config.loader import load_config
 from pipeline.scenario import write_scenario
 
 TOLERANCE = Decimal("0.000001")
@@ -23,7 +23,7 @@ EXPERIMENT_MONEY = (*BASES, "failed_attempt_cost", "experiment_only_cost")
 def published(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[tuple[Path, duckdb.DuckDBPyConnection]]:
-    from pipeline.run import (
+    from pipeline.run.nightly import (
         run_pipeline,
     )  # the lead's entry point; imported here, not at collection
 
@@ -178,9 +178,9 @@ def test_resource_classes_of_the_scenario_land_where_the_policy_says(published) 
 def test_explain_prints_where_each_dollar_came_from(published) -> None:
     from click.testing import CliRunner
 
-    from pipeline.cli import main
-    from pipeline.cli_explain import explain_attempt
-    from pipeline.errors import RuncostError
+    from pipeline.cli.app import main
+    from pipeline.cli.explain import explain_attempt
+    from pipeline.common.errors import RuncostError
 
     expected, con = published
     for (attempt_id,) in con.execute("select attempt_id from marts.attempt_costs").fetchall():
@@ -201,7 +201,7 @@ def test_explain_prints_where_each_dollar_came_from(published) -> None:
 def test_a_run_names_the_pool_whose_driver_has_no_usage(tmp_path: Path, caplog) -> None:
     import logging
 
-    from pipeline.run import run_pipeline
+    from pipeline.run.nightly import run_pipeline
 
     config = write_scenario(tmp_path)
     # attempt_count over each EKS hour: hours with a running attempt but no launch have

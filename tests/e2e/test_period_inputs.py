@@ -9,9 +9,9 @@ import duckdb
 import pytest
 from nights import CLOCKS, INVOICE, write_night
 
-from pipeline.errors import CheckFailed, InputError
-from pipeline.run import run_pipeline
-from pipeline.snapshots import CURRENT_NAME
+from pipeline.common.errors import CheckFailed, InputError
+from pipeline.run.nightly import run_pipeline
+from pipeline.warehouse.snapshots import CURRENT_NAME
 
 
 def test_an_invoice_in_another_currency_than_the_bill(tmp_path: Path) -> None:
@@ -99,7 +99,7 @@ def test_estimates_stop_at_the_clock_when_telemetry_runs_ahead(tmp_path: Path) -
 def test_a_snapshot_from_before_run_history_lists_nothing_as_moved(tmp_path: Path) -> None:
     import json
 
-    from pipeline.snapshots import SNAPSHOT_RECORD, current_snapshot
+    from pipeline.warehouse.snapshots import SNAPSHOT_RECORD, current_snapshot
 
     config = write_night(tmp_path, 3)
     run_pipeline(config, now=CLOCKS[3])

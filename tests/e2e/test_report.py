@@ -15,11 +15,11 @@ import duckdb
 import pytest
 from click.testing import CliRunner
 
-from pipeline.cli import main
-from pipeline.config import load_config
+from pipeline.cli.app import main
+from pipeline.config.loader import load_config
 from pipeline.report import data, write_report
-from pipeline.report.access import open_snapshot
 from pipeline.scenario import write_scenario
+from pipeline.warehouse.access import open_snapshot
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_FLAGS = (
@@ -38,7 +38,7 @@ BASE_CHARTS = {"spend-by-service-USD", "spend-by-kind-USD", "experiment-cost-USD
 
 @pytest.fixture(scope="module")
 def database(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from pipeline.run import run_pipeline
+    from pipeline.run.nightly import run_pipeline
 
     folder = tmp_path_factory.mktemp("report")
     return run_pipeline(load_config(write_scenario(folder))).database

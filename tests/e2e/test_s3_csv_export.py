@@ -13,8 +13,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipeline import scenario
-from pipeline.config import load_config, parse_config
-from pipeline.run import run_pipeline
+from pipeline.config.loader import load_config, parse_config
+from pipeline.run.nightly import run_pipeline
 from pipeline.scenario.cur_csv import write_csv_scenario
 from schemas.aws_cur2 import arrow_schema
 

@@ -14,8 +14,8 @@ import duckdb
 import pytest
 
 from pipeline import scenario
-from pipeline.config import Config, parse_config
-from pipeline.run import run_pipeline
+from pipeline.config.loader import Config, parse_config
+from pipeline.run.nightly import run_pipeline
 from pipeline.scenario.cur_writer import money, write_cur_delivery
 from pipeline.scenario.world import build_world
 

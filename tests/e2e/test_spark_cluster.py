@@ -19,10 +19,10 @@ import pytest
 from engine_compare import assert_same_tables, spark_twin
 from spark_cluster import APP_SETTINGS, connect_server, standalone_cluster
 
-from pipeline.config import load_config
-from pipeline.run import run_pipeline
+from pipeline.config.loader import load_config
+from pipeline.run.nightly import run_pipeline
+from pipeline.run.sources import TELEMETRY_TABLES
 from pipeline.scenario import write_scenario
-from pipeline.sources import TELEMETRY_TABLES
 
 pytest.importorskip("pyspark", reason="the Spark engine needs the spark extra")
 if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
@@ -112,7 +112,7 @@ def _conf(settings: dict[str, str]) -> str:
 def inspected(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     """What the Spark engine read, captured before it closes: per raw view its input files
     and its plan, and the rows of every table that went through the driver."""
-    from pipeline.engines.spark import SparkEngine
+    from pipeline.dag.engines.spark import SparkEngine
 
     seen: dict[str, Any] = {}
     close = SparkEngine.close

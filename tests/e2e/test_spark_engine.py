@@ -13,8 +13,8 @@ import duckdb
 import pytest
 from engine_compare import same_tables_on_both_engines
 
-from pipeline.engines.options import SparkOptions
-from pipeline.engines.transpile import to_spark
+from pipeline.config.engine import SparkOptions
+from pipeline.dag.engines.transpile import to_spark
 from pipeline.scenario import write_scenario
 
 pytest.importorskip("pyspark", reason="the Spark engine needs the spark extra")
@@ -32,7 +32,7 @@ TEST_CONF = (
 
 @pytest.fixture(scope="module")
 def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    from pipeline.engines.spark import open_session
+    from pipeline.dag.engines.spark import open_session
 
     conf = {"spark.sql.shuffle.partitions": "1", "spark.default.parallelism": "1"}
     spark, _started = open_session(SparkOptions(conf=conf), tmp_path_factory.mktemp("spark"))
@@ -127,8 +127,9 @@ def _same_tables_on_both_engines(config_file: Path) -> Any:
 
 
 def test_catalog_gets_every_published_table(session: Any, tmp_path: Path) -> None:
-    from pipeline.engines.spark import TELEMETRY_VIEWS, SparkEngine
-    from pipeline.runner import build, parse_model
+    from pipeline.dag.build import build
+    from pipeline.dag.engines.spark import TELEMETRY_VIEWS, SparkEngine
+    from pipeline.dag.models import parse_model
 
     engine = SparkEngine(session, SparkOptions(catalog="spark_catalog"), tmp_path)
     for name in TELEMETRY_VIEWS:
@@ -180,8 +181,9 @@ def test_a_cluster_session_gets_typed_inputs_and_writes_parquet(
 ) -> None:
     """Not local: small tables go over Arrow with explicit schemas (empty ones too), and Spark
     writes the published tables as Parquet, which the build database reads through views."""
-    from pipeline.engines.spark import TELEMETRY_VIEWS, SparkEngine
-    from pipeline.runner import build, parse_model
+    from pipeline.dag.build import build
+    from pipeline.dag.engines.spark import TELEMETRY_VIEWS, SparkEngine
+    from pipeline.dag.models import parse_model
 
     engine = SparkEngine(session, SparkOptions(master="spark://head:7077"), tmp_path)
     assert not engine.local

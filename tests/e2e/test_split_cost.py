@@ -12,8 +12,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from pipeline.config import load_config
-from pipeline.errors import CheckFailed
+from pipeline.common.errors import CheckFailed
+from pipeline.config.loader import load_config
 from pipeline.scenario import EXPORT_DIR, EXPORT_NAME, execution_id, write_scenario
 from pipeline.scenario.cur_writer import write_cur_delivery
 from pipeline.scenario.world import EKS_NODE, build_world
@@ -26,7 +26,7 @@ SEED = 7
 
 @pytest.fixture(scope="module")
 def published(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, object]]:
-    from pipeline.run import run_pipeline
+    from pipeline.run.nightly import run_pipeline
 
     folder = tmp_path_factory.mktemp("split")
     result = run_pipeline(load_config(write_scenario(folder, seed=SEED)))
@@ -154,7 +154,7 @@ def test_instance_hour_check_holds_on_the_scenario(published) -> None:
 
 
 def test_instance_hour_check_fails_on_a_corrupted_split_row(tmp_path: Path) -> None:
-    from pipeline.run import run_pipeline
+    from pipeline.run.nightly import run_pipeline
 
     config = write_scenario(tmp_path, seed=SEED)
     world = build_world(SEED)

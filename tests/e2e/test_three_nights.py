@@ -13,7 +13,7 @@ import duckdb
 import pytest
 from nights import CLOCKS, G5, INVOICE, P4D, TAX, ground_truth, write_night
 
-from pipeline.run import RunResult, run_pipeline
+from pipeline.run.nightly import RunResult, run_pipeline
 
 D = Decimal
 
@@ -245,7 +245,7 @@ def test_the_manifest_records_inputs_and_hashes(nights: dict[int, Any]) -> None:
 
 
 def test_a_rerun_on_the_same_inputs_publishes_nothing(nights: dict[int, Any]) -> None:
-    from pipeline.config import load_config
+    from pipeline.config.loader import load_config
 
     root: Path = nights[0]
     again = run_pipeline(load_config(root / "runcost.toml"), now=CLOCKS[3])
@@ -259,7 +259,7 @@ def test_runcost_diff_prints_the_published_cost_changes(nights: dict[int, Any]) 
 
     from click.testing import CliRunner
 
-    from pipeline.cli import main
+    from pipeline.cli.app import main
 
     config = str(nights[0] / "runcost.toml")
     result = CliRunner().invoke(main, ["diff", "--config", config, "--format", "csv"])
@@ -278,7 +278,7 @@ def test_runcost_diff_between_any_two_kept_runs(nights: dict[int, Any]) -> None:
 
     from click.testing import CliRunner
 
-    from pipeline.cli import main
+    from pipeline.cli.app import main
 
     first, last = nights[1]["result"].run_id, nights[3]["result"].run_id
     config = str(nights[0] / "runcost.toml")
@@ -304,7 +304,7 @@ def test_runcost_sql_as_of_a_date(nights: dict[int, Any]) -> None:
 
     from click.testing import CliRunner
 
-    from pipeline.cli import main
+    from pipeline.cli.app import main
 
     config = str(nights[0] / "runcost.toml")
     today = datetime.now(UTC).date()

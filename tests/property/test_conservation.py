@@ -2,20 +2,15 @@
 
 from __future__ import annotations
 
-import sys
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from decimal import ROUND_DOWN, Decimal
-from pathlib import Path
 from typing import Any
 
+from builders import BASES, MODELS, build_models, cur_line, records
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from builders import BASES, MODELS, build_models, cur_line, records
 
 from schemas.attempts import STATUSES
 

@@ -2,19 +2,14 @@
 
 from __future__ import annotations
 
-import sys
 import tempfile
 from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 
-from hypothesis import HealthCheck, example, given, settings
-from hypothesis import strategies as st
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "sql"))
-
 from builders import at, cur_line, records
 from economics_builders import build_economics
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 
 # one experiment: (team, [(status, metric, cost in cents), ...]); the bar is acc >= 0.5
 ATTEMPT = st.tuples(

@@ -2,19 +2,14 @@
 
 from __future__ import annotations
 
-import sys
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
-from pathlib import Path
 
+from builders import BASES, build_models, cur_line, records
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from builders import BASES, build_models, cur_line, records
-
-from pipeline.config_pools import COST_BASES, DEFAULT_EXCLUDE, POOL_DRIVERS
+from pipeline.config.pools import COST_BASES, DEFAULT_EXCLUDE, POOL_DRIVERS
 
 START = datetime(2026, 10, 1, tzinfo=UTC)
 ATTEMPT_IDS = ("a0", "a1", "a2", "a3")

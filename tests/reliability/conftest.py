@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from worlds import change_telemetry, make_world, published_hashes, run_in_process
 
-from pipeline.config import load_config
+from pipeline.config.loader import load_config
 
 
 @pytest.fixture(scope="session")

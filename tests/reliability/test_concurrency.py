@@ -12,8 +12,8 @@ import pytest
 from click.testing import CliRunner
 from worlds import finish, make_world, manifests, published_hashes, start_run, wait_for_pause
 
-from pipeline.cli import main
-from pipeline.config import load_config
+from pipeline.cli.app import main
+from pipeline.config.loader import load_config
 
 
 @pytest.mark.slow

@@ -10,9 +10,9 @@ import pytest
 from click.testing import CliRunner
 from worlds import change_telemetry, make_world, manifests, published_hashes, run_in_process
 
-from pipeline import publish as publish_module
-from pipeline.cli import main
-from pipeline.config import load_config
+from pipeline.cli.app import main
+from pipeline.config.loader import load_config
+from pipeline.warehouse import publish as publish_module
 
 
 def full_disk_after(calls: int, error: Exception):

@@ -17,13 +17,13 @@ from worlds import (
     wait_for_pause,
 )
 
-from pipeline.config import load_config
-from pipeline.lock import LOCK_NAME
-from pipeline.publish import content_hash
-from pipeline.run_record import HISTORY_TABLES
-from pipeline.snapshots import DATABASE_NAME, snapshot_record
+from pipeline.config.loader import load_config
+from pipeline.run.record import HISTORY_TABLES
+from pipeline.warehouse.lock import LOCK_NAME
+from pipeline.warehouse.publish import content_hash
+from pipeline.warehouse.snapshots import DATABASE_NAME, snapshot_record
 
-# the stages, and the steps of publish around its renames (see PAUSE_AT_ENV in pipeline/run.py)
+# the stages, and the steps of publish around its renames (pause points: pipeline/run/nightly.py)
 BEFORE_COMMIT = ["ingest", "build", "checks", "publish:snapshot", "publish:database"]
 AFTER_COMMIT = ["publish:pointer", "manifest"]
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.lock import LOCK_NAME, LockBusy, WarehouseLock, read_holder, running_holder
+from pipeline.warehouse.lock import LOCK_NAME, LockBusy, WarehouseLock, read_holder, running_holder
 
 
 def test_a_second_holder_waits_then_fails_naming_the_first(tmp_path: Path) -> None:
@@ -89,7 +89,8 @@ def test_a_killed_holder_releases_the_lock(tmp_path: Path) -> None:
         [
             sys.executable,
             "-c",
-            "import sys, time; from pathlib import Path; from pipeline.lock import WarehouseLock; "
+            "import sys, time; from pathlib import Path; "
+            "from pipeline.warehouse.lock import WarehouseLock; "
             "WarehouseLock(Path(sys.argv[1]), 0).acquire(); print('held', flush=True); "
             "time.sleep(60)",
             str(tmp_path),

@@ -8,8 +8,8 @@ from pathlib import Path
 import duckdb
 from worlds import change_telemetry, make_world, run_in_process
 
-from pipeline.config import load_config
-from pipeline.snapshots import DATABASE_NAME
+from pipeline.config.loader import load_config
+from pipeline.warehouse.snapshots import DATABASE_NAME
 
 TOTALS = (
     "select attempt_id, effective_cost from marts.attempt_costs "

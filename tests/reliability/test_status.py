@@ -10,9 +10,9 @@ from pathlib import Path
 from click.testing import CliRunner
 from worlds import make_world, run_in_process
 
-from pipeline.cli import main
-from pipeline.config import load_config
-from pipeline.lock import WarehouseLock
+from pipeline.cli.app import main
+from pipeline.config.loader import load_config
+from pipeline.warehouse.lock import WarehouseLock
 
 
 def status(config: Path, *options: str) -> str:

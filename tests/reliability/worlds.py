@@ -15,12 +15,12 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from pipeline.config import load_config
-from pipeline.publish import content_hash
-from pipeline.run import PAUSE_AT_ENV, PAUSE_FILE_ENV, run_pipeline
-from pipeline.run_record import HISTORY_TABLES
+from pipeline.config.loader import load_config
+from pipeline.run.nightly import run_pipeline
+from pipeline.run.record import HISTORY_TABLES
 from pipeline.scenario import write_scenario
-from pipeline.snapshots import DATABASE_NAME, current_snapshot, snapshot_record
+from pipeline.warehouse.publish import content_hash
+from pipeline.warehouse.snapshots import DATABASE_NAME, current_snapshot, snapshot_record
 
 ROOT = Path(__file__).resolve().parents[2]
 # att-llm-01 with 4 GPUs instead of 8: the GPU-seconds pools split differently, the bill is equal
@@ -83,23 +83,15 @@ def run_in_process(config: Path) -> str:
 def start_run(
     config: Path, pause_at: str | None = None, pause_file: Path | None = None
 ) -> subprocess.Popen[str]:
-    """`runcost run` as a separate process, optionally stopping at a test pause point."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    env.pop(PAUSE_AT_ENV, None)
+    """`runcost run` as a separate process, optionally stopping at a checkpoint (paused_run.py)."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "tests")])}
     if pause_at:
         assert pause_file is not None
-        env[PAUSE_AT_ENV], env[PAUSE_FILE_ENV] = pause_at, str(pause_file)
+        launcher = [str(ROOT / "tests" / "paused_run.py"), pause_at, str(pause_file)]
+    else:
+        launcher = ["-c", "from pipeline.cli import main; main()"]
     return subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "from pipeline.cli import main; main()",
-            "--log-format",
-            "json",
-            "run",
-            "--config",
-            str(config),
-        ],
+        [sys.executable, *launcher, "--log-format", "json", "run", "--config", str(config)],
         cwd=ROOT,
         env=env,
         stdout=subprocess.PIPE,

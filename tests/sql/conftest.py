@@ -1,19 +1,13 @@
-"""Model tests: put tests/ on sys.path for the shared builders, and a build fixture."""
+"""Model tests: a build fixture over the shared builders (tests/ is on pytest's pythonpath)."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import builders
 import pytest
-
-TESTS = Path(__file__).resolve().parents[1]
-if str(TESTS) not in sys.path:
-    sys.path.insert(0, str(TESTS))
-
-import builders  # noqa: E402
 
 
 @pytest.fixture

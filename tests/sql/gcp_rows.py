@@ -10,7 +10,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipeline.ingest.raw_store import Delivery
+from pipeline.warehouse.raw_store import Delivery
 from schemas import gcp_billing
 
 LINE_ID_BASE = 2**56

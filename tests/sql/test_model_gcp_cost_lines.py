@@ -10,7 +10,7 @@ import pytest
 from builders import build_models, records
 from gcp_rows import LINE_ID_BASE, credit, gcp_row, write_gcp
 
-from pipeline.errors import InputError
+from pipeline.common.errors import InputError
 from schemas import gcp_billing
 
 D = Decimal

@@ -8,7 +8,7 @@ from decimal import Decimal
 import pytest
 from builders import at, cur_line, model, rebuild, records
 
-from pipeline.history import set_clock
+from pipeline.run.history import set_clock
 
 D = Decimal
 

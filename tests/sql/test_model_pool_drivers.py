@@ -9,7 +9,7 @@ from decimal import Decimal
 
 from builders import at, cur_line, records
 
-from pipeline.pools import log_pool_warnings
+from pipeline.dag.pools import log_pool_warnings
 
 D = Decimal
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from pipeline.cli import main
-from pipeline.cli_common import EXIT_FAILED, EXIT_USAGE
+from pipeline.cli.app import main
+from pipeline.cli.common import EXIT_FAILED, EXIT_USAGE
 
 
 def test_version() -> None:

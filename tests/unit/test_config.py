@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.config import load_config, parse_config
-from pipeline.config_pools import COST_LINE_COLUMNS
-from pipeline.errors import ConfigError
+from pipeline.common.errors import ConfigError
+from pipeline.config.loader import load_config, parse_config
+from pipeline.config.pools import COST_LINE_COLUMNS
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -192,7 +192,7 @@ def test_selector_columns_match_the_cost_lines_model(built_empty) -> None:
 
 
 def test_attempts_condition_columns_match_the_telemetry_contract() -> None:
-    from pipeline.config_pools import ATTEMPT_COLUMNS
+    from pipeline.config.pools import ATTEMPT_COLUMNS
     from pipeline.telemetry import arrow_schema
 
     canonical = set(arrow_schema("attempts").names)
@@ -209,7 +209,7 @@ def test_pool_attempts_may_select_by_tag(tmp_path: Path) -> None:
 
 
 def test_inference_is_excluded_by_default_and_the_default_can_be_changed(tmp_path: Path) -> None:
-    from pipeline.config_pools import DEFAULT_EXCLUDE
+    from pipeline.config.pools import DEFAULT_EXCLUDE
 
     assert parse_config({}, base=tmp_path).allocation_exclude == DEFAULT_EXCLUDE
     assert "AmazonBedrock" in DEFAULT_EXCLUDE and "%Host%" in DEFAULT_EXCLUDE
@@ -220,7 +220,7 @@ def test_inference_is_excluded_by_default_and_the_default_can_be_changed(tmp_pat
 
 
 def test_every_driver_and_a_cost_weighted_basis_are_accepted(tmp_path: Path) -> None:
-    from pipeline.config_pools import POOL_DRIVERS
+    from pipeline.config.pools import POOL_DRIVERS
 
     pools = [
         {"name": driver, "selector": "resource_class = 'credit'", "driver": driver}

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.config import parse_config
-from pipeline.errors import ConfigError
+from pipeline.common.errors import ConfigError
+from pipeline.config.loader import parse_config
 
 
 def test_defaults(tmp_path):

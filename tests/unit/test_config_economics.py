@@ -5,9 +5,9 @@ from __future__ import annotations
 import duckdb
 import pytest
 
-from pipeline.config import Economics, parse_config
-from pipeline.economics_settings import write_economics_settings
-from pipeline.errors import ConfigError
+from pipeline.common.errors import ConfigError
+from pipeline.config.loader import Economics, parse_config
+from pipeline.run.settings import write_economics_settings
 
 
 def test_defaults_are_the_documented_calibration(tmp_path) -> None:

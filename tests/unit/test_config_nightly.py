@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.config import parse_config
-from pipeline.errors import ConfigError
+from pipeline.common.errors import ConfigError
+from pipeline.config.loader import parse_config
 
 
 def test_default_is_ten_minutes(tmp_path: Path) -> None:

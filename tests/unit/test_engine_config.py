@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.config import load_config, parse_config
-from pipeline.engines.options import DEFAULT_MASTER, SparkOptions
-from pipeline.errors import ConfigError
-from pipeline.run import run_pipeline
+from pipeline.common.errors import ConfigError
+from pipeline.config.engine import DEFAULT_MASTER, SparkOptions
+from pipeline.config.loader import load_config, parse_config
+from pipeline.run.nightly import run_pipeline
 from pipeline.scenario import write_scenario
 
 

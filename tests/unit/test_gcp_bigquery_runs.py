@@ -11,9 +11,9 @@ import pytest
 from bq_endpoint import BigQueryEndpoint
 from gcp_export import DETAILED_SCHEMA, DETAILED_TABLE, export_row
 
-from pipeline.config import Config, parse_config
-from pipeline.ingest import raw_store
+from pipeline.config.loader import Config, parse_config
 from pipeline.ingest.gcp_bigquery import ingest_gcp_tables
+from pipeline.warehouse import raw_store
 
 TODAY = date(2026, 11, 29)
 DAYS = [TODAY - timedelta(days=offset) for offset in (3, 2, 1)]

@@ -20,8 +20,8 @@ from gcp_export import (
     without,
 )
 
-from pipeline.config import Config, parse_config
-from pipeline.errors import ConfigError, InputError
+from pipeline.common.errors import ConfigError, InputError
+from pipeline.config.loader import Config, parse_config
 from pipeline.ingest.gcp_bigquery import ingest_gcp_tables
 
 TODAY = date(2026, 11, 29)

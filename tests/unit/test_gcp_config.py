@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.config import GcpSettings, parse_config
-from pipeline.errors import ConfigError
+from pipeline.common.errors import ConfigError
+from pipeline.config.loader import GcpSettings, parse_config
 
 TABLE = "my-project.billing.gcp_billing_export_resource_v1_01338E_BE3FD6_363B4C"
 

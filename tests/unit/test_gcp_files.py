@@ -11,10 +11,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pipeline.config import parse_config
-from pipeline.errors import ConfigError, InputError
+from pipeline.common.errors import ConfigError, InputError
+from pipeline.config.loader import parse_config
 from pipeline.ingest.gcp_files import ingest_gcp_files
-from pipeline.ingest.raw_store import RawStore
+from pipeline.warehouse.raw_store import RawStore
 from schemas import gcp_billing
 
 

@@ -7,7 +7,7 @@ from decimal import Decimal
 
 import pytest
 
-from pipeline.config import GcpSettings
+from pipeline.config.loader import GcpSettings
 from pipeline.ingest.gcp_partitions import Fingerprint, fetch_sql, scan_range
 
 TODAY = date(2026, 11, 29)

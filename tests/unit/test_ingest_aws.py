@@ -14,8 +14,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pipeline.config import Config
-from pipeline.errors import InputError
+from pipeline.common.errors import InputError
+from pipeline.config.loader import Config
 from pipeline.ingest.aws_cur2 import ingest_aws_exports
 from pipeline.ingest.cur_manifest import write_manifest
 from schemas import aws_cur2

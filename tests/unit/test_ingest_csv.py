@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 from test_ingest_aws import EXPORT, PERIOD, config_for, cur_table, raw_files, write_export
 
-from pipeline.errors import InputError
+from pipeline.common.errors import InputError
 from pipeline.ingest.aws_cur2 import ingest_aws_exports
 from pipeline.ingest.cur_manifest import write_manifest
 from pipeline.scenario.cur_csv import csv_cell

@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 from test_ingest_aws import EXPORT, PERIOD, config_for, cur_table, write_export
 
 from pipeline.ingest.aws_cur2 import ingest_aws_exports
-from pipeline.ingest.raw_store import RawStore
+from pipeline.warehouse.raw_store import RawStore
 
 
 def manifest_path(root, period=PERIOD):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from datetime import datetime
 from decimal import Decimal
 from pathlib import Path
@@ -11,15 +10,12 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 from focus_world import row, write_azure_parquet, write_mixed_csv
 
-from pipeline.config import Config, parse_config
-from pipeline.errors import ConfigError, InputError
+from pipeline.common.errors import ConfigError, InputError
+from pipeline.config.loader import Config, parse_config
 from pipeline.ingest.focus_files import ingest_focus_files
-from pipeline.sources import register_focus
+from pipeline.run.sources import register_focus
 
 
 def config(tmp_path: Path, *files: object) -> Config:

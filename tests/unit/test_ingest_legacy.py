@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 from test_ingest_aws import config_for, raw_files
 
-from pipeline.errors import InputError
+from pipeline.common.errors import InputError
 from pipeline.ingest.aws_cur2 import ingest_aws_exports
 from pipeline.ingest.legacy_cur import LEGACY_COLUMNS, cur_tag_key, map_header, snake
 from schemas import aws_cur2

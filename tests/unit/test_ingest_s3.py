@@ -11,8 +11,8 @@ import pytest
 from botocore.stub import Stubber
 from test_ingest_aws import EXPORT, PERIOD, cur_table, raw_files, write_export
 
-from pipeline.config import Config
-from pipeline.errors import InputError
+from pipeline.common.errors import InputError
+from pipeline.config.loader import Config
 from pipeline.ingest import s3_source
 from pipeline.ingest.aws_cur2 import ingest_aws_exports
 from pipeline.ingest.export_source import SourceFile

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.as_of import resolve_pair, snapshot_as_of
-from pipeline.config import parse_config
-from pipeline.config_periods import EstimatePrice
-from pipeline.errors import ConfigError, InputError, RuncostError
-from pipeline.invoices import read_invoices
-from pipeline.snapshots import CURRENT_NAME, SNAPSHOT_RECORD, kept_snapshots, prune
+from pipeline.common.errors import ConfigError, InputError, RuncostError
+from pipeline.config.loader import parse_config
+from pipeline.config.periods import EstimatePrice
+from pipeline.run.as_of import resolve_pair, snapshot_as_of
+from pipeline.run.invoices import read_invoices
+from pipeline.warehouse.snapshots import CURRENT_NAME, SNAPSHOT_RECORD, kept_snapshots, prune
 
 
 def test_period_settings_defaults(tmp_path: Path) -> None:

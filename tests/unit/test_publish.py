@@ -8,16 +8,16 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from pipeline import publish as publish_module
-from pipeline.as_of import write_snapshot_database
-from pipeline.publish import (
+from pipeline.run.as_of import write_snapshot_database
+from pipeline.warehouse import publish as publish_module
+from pipeline.warehouse.publish import (
     content_hash,
     content_hashes,
     publish,
     table_contents,
     view_contents,
 )
-from pipeline.snapshots import (
+from pipeline.warehouse.snapshots import (
     DATABASE_NAME,
     current_snapshot,
     prune,

@@ -5,10 +5,11 @@ from __future__ import annotations
 import duckdb
 import pytest
 
-from pipeline.config import parse_config
-from pipeline.errors import ModelError
-from pipeline.pools import pool_models
-from pipeline.runner import build, discover, order, parse_model
+from pipeline.common.errors import ModelError
+from pipeline.config.loader import parse_config
+from pipeline.dag.build import build
+from pipeline.dag.models import discover, order, parse_model
+from pipeline.dag.pools import pool_models
 
 GOOD = "-- A model.\n-- grain: one row per x\nselect 1 as x"
 

@@ -15,10 +15,10 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner, Result
 
-from pipeline.cli import main
-from pipeline.config import load_config
-from pipeline.report.access import QueryRefused, check_read_only, open_snapshot
+from pipeline.cli.app import main
+from pipeline.config.loader import load_config
 from pipeline.scenario import write_scenario
+from pipeline.warehouse.access import QueryRefused, check_read_only, open_snapshot
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 GUIDE = ROOT / "docs" / "analyst-guide.md"
@@ -27,7 +27,7 @@ EXIT_REFUSED = 2
 
 @pytest.fixture(scope="module")
 def database(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    from pipeline.run import run_pipeline
+    from pipeline.run.nightly import run_pipeline
 
     folder = tmp_path_factory.mktemp("sql")
     result = run_pipeline(load_config(write_scenario(folder)))

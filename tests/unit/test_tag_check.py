@@ -13,9 +13,9 @@ import pytest
 from botocore.stub import Stubber
 from click.testing import CliRunner
 
-from pipeline.cli import main
-from pipeline.errors import InputError
-from pipeline.tag_check import check_tag_keys, list_cost_allocation_tags
+from pipeline.cli.app import main
+from pipeline.common.errors import InputError
+from pipeline.ingest.aws_tags import check_tag_keys, list_cost_allocation_tags
 
 ATTEMPT_KEYS = ("attempt-id",)
 EXPERIMENT_KEYS = ("ml:experiment_id",)
@@ -107,8 +107,8 @@ def test_access_denied_names_the_permission() -> None:
 
 @pytest.fixture(scope="module")
 def published(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from pipeline.config import load_config
-    from pipeline.run import run_pipeline
+    from pipeline.config.loader import load_config
+    from pipeline.run.nightly import run_pipeline
     from pipeline.scenario import write_scenario
 
     folder = tmp_path_factory.mktemp("coverage")
@@ -163,7 +163,7 @@ def test_tag_coverage_per_service(published: Path) -> None:
 
 
 def test_zero_total_has_no_share(tmp_path: Path) -> None:
-    from pipeline.runner import discover
+    from pipeline.dag.models import discover
 
     (model,) = [item for item in discover() if item.qualified == "marts.tag_coverage"]
     con = duckdb.connect()

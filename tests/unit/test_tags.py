@@ -7,10 +7,10 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from pipeline.config import load_config
-from pipeline.errors import ConfigError
-from pipeline.pools import write_pool_settings
-from pipeline.tags import aws_tag_cur_key, cur_tag_key, cur_tag_keys
+from pipeline.common.errors import ConfigError
+from pipeline.config.loader import load_config
+from pipeline.config.tags import aws_tag_cur_key, cur_tag_key, cur_tag_keys
+from pipeline.run.settings import write_pool_settings
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.errors import InputError
+from pipeline.common.errors import InputError
 from pipeline.telemetry import adapters
 from pipeline.telemetry.canonical import arrow_schema
 from pipeline.telemetry.checkpoint_log import read

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pipeline.errors import InputError
+from pipeline.common.errors import InputError
 from pipeline.telemetry import arrow_schema, load_telemetry
 
 FORMATS = ("csv", "jsonl", "parquet")

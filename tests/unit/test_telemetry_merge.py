@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from mlflow_store import empty_store
 
-from pipeline.config import parse_config
-from pipeline.errors import ConfigError, InputError
+from pipeline.common.errors import ConfigError, InputError
+from pipeline.config.loader import parse_config
 from pipeline.telemetry import adapters
 from pipeline.telemetry.adapters import merge, read, read_sources, table
 from pipeline.telemetry.canonical import arrow_schema

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from mlflow_store import VERSION, empty_store
 
-from pipeline.errors import InputError
+from pipeline.common.errors import InputError
 from pipeline.telemetry import mlflow
 from pipeline.telemetry.adapters import arrow_schema, read
 

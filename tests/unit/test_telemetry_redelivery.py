@@ -7,8 +7,8 @@ from pathlib import Path
 
 import duckdb
 
-from pipeline.config import load_config
-from pipeline.run import run_pipeline
+from pipeline.config.loader import load_config
+from pipeline.run.nightly import run_pipeline
 from pipeline.scenario import write_scenario
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.errors import InputError
+from pipeline.common.errors import InputError
 from pipeline.telemetry import adapters, sagemaker
 from pipeline.telemetry.canonical import arrow_schema
 

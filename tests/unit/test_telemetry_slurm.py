@@ -10,7 +10,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from pipeline.errors import InputError
+from pipeline.common.errors import InputError
 from pipeline.telemetry import slurm
 from pipeline.telemetry.canonical import arrow_schema
 from schemas.attempt_resources import AttemptResources

@@ -10,10 +10,10 @@ import sqlglot
 from sqlglot import expressions as exp
 from sqlglot.errors import UnsupportedError
 
-from pipeline.config import load_config
-from pipeline.engines.transpile import REWRITES, to_spark, view_name
-from pipeline.pools import pool_models
-from pipeline.runner import discover, parse_model
+from pipeline.config.loader import load_config
+from pipeline.dag.engines.transpile import REWRITES, to_spark, view_name
+from pipeline.dag.models import discover, parse_model
+from pipeline.dag.pools import pool_models
 from pipeline.scenario import CONFIG
 
 REPO = Path(__file__).resolve().parents[2]

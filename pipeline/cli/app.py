@@ -1,0 +1,200 @@
+"""The runcost command line: parse arguments, call the library, turn errors into exit codes."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.table import Table
+
+from pipeline import __version__
+from pipeline.cli.common import (
+    config_option,
+    console,
+    errors,
+    reports_errors,
+)
+from pipeline.config.loader import load_config
+
+
+def _setup_logging(log_format: str) -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    if log_format == "json":
+        handler.setFormatter(_JsonFormatter())
+    else:
+        handler.setFormatter(logging.Formatter("%(levelname)s: %(message)s"))
+    logger = logging.getLogger("runcost")
+    logger.handlers[:] = [handler]
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+
+
+class _JsonFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        return json.dumps(
+            {
+                "level": record.levelname.lower(),
+                "stage": getattr(record, "stage", None),
+                "message": record.getMessage(),
+                "at": record.created,
+            }
+        )
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="runcost")
+@click.option(
+    "--log-format",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="How warnings and progress are logged to stderr.",
+)
+def main(log_format: str) -> None:
+    """runcost: the all-in, reconciled cost of every ML training attempt and experiment."""
+    _setup_logging(log_format)
+
+
+@main.command()
+@config_option
+@reports_errors
+def run(config_path: Path | None) -> None:
+    """Run the nightly job: ingest, attribute, allocate, check, publish.
+
+    Exits 0 when a new snapshot is published (or the content did not change), 1 when input
+    is bad, a check fails or another run holds the warehouse (nothing is published), 2 on a
+    usage error.
+    """
+    from pipeline.cli.status import print_summary, run_display
+    from pipeline.run.nightly import run_pipeline
+
+    config = load_config(config_path)
+    with run_display(errors) as display:
+        result = run_pipeline(config, on_event=display.on_event)
+    _print_run_summary(result.database, result.run_id)
+    print_summary(console, result)
+
+
+@main.command()
+@click.argument("directory", required=False, type=click.Path(file_okay=False, path_type=Path))
+@click.option("--seed", default=7, show_default=True, help="Seed of the scenario generator.")
+@click.option(
+    "--world",
+    type=click.Choice(["aws", "aws-csv", "gcp"]),
+    default="aws",
+    show_default=True,
+    help="Which bundled world: a CUR 2.0 Parquet export, the same as gzip CSV, or a GCP export.",
+)
+@reports_errors
+def demo(directory: Path | None, seed: int, world: str) -> None:
+    """Write the bundled scenario into DIRECTORY (default ./runcost-demo), run it, show costs."""
+    from pipeline.run.nightly import run_pipeline
+    from pipeline.scenario.worlds import write_world
+
+    target = directory or Path("runcost-demo")
+    config_file = write_world(world, target, seed=seed)
+    result = run_pipeline(load_config(config_file), progress=_progress)
+    _print_run_summary(result.database, result.run_id)
+    console.print(
+        f'\nQuery it: runcost sql --config {config_file} "select * from marts.attempt_costs"'
+    )
+    console.print(f"or: duckdb {result.database}")
+
+
+@main.command()
+@click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--seed", default=7, show_default=True, help="Seed of the scenario generator.")
+@click.option(
+    "--world",
+    type=click.Choice(["aws", "aws-csv", "gcp"]),
+    default="aws",
+    show_default=True,
+    help="Which bundled world: a CUR 2.0 Parquet export, the same as gzip CSV, or a GCP export.",
+)
+@reports_errors
+def scenario(directory: Path, seed: int, world: str) -> None:
+    """Write a small consistent world (billing export, telemetry, ground truth) to DIRECTORY."""
+    from pipeline.scenario.worlds import write_world
+
+    config_file = write_world(world, directory, seed=seed)
+    console.print(f"wrote {directory} (configuration: {config_file})")
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, Decimal):
+        return f"{value:,.2f}"
+    return str(value)
+
+
+def _progress(message: str) -> None:
+    # one line per stage; the per-model lines are there with a DEBUG logger
+    level = logging.DEBUG if message.startswith("build: ") else logging.INFO
+    logging.getLogger("runcost").log(level, message)
+
+
+def _print_run_summary(database: Path, run_id: str) -> None:
+    from pipeline.common.duck import connect
+
+    con = connect(database, read_only=True)
+    try:
+        experiments = con.execute(
+            "select experiment_id, attempts, failed_attempts, "
+            "max(effective_cost) filter (where allocation_model = 'marginal') as marginal, "
+            "max(effective_cost) filter (where allocation_model = 'fully_loaded') as loaded, "
+            "max(failed_attempt_cost) filter (where allocation_model = 'marginal') as failed, "
+            "max(experiment_only_cost) filter (where allocation_model = 'marginal') as only "
+            "from marts.experiment_costs group by all order by experiment_id"
+        ).fetchall()
+        reconciliation = con.execute(
+            "select billing_period, billing_currency, bill_total, attributed, shared, unallocated, "
+            "difference from marts.reconciliation where cost_basis = 'effective_cost' "
+            "and allocation_model = 'fully_loaded' order by all"
+        ).fetchall()
+    finally:
+        con.close()
+    table = Table(title=f"Experiment costs (effective cost basis), run {run_id}")
+    table.add_column("experiment", no_wrap=True)
+    for name in ("attempts", "failed", "marginal", "fully loaded", "failed cost", "exp. only"):
+        table.add_column(name, justify="right")
+    for row in experiments:
+        table.add_row(*(_cell(value) for value in row))
+    console.print(table)
+    recon = Table(title="Reconciliation to the bill (effective cost, fully loaded)")
+    for name in ("period", "currency", "bill", "attributed", "shared", "unallocated", "diff."):
+        recon.add_column(name, justify="left" if name in ("period", "currency") else "right")
+    for row in reconciliation:
+        recon.add_row(*(_cell(value) for value in row))
+    console.print(recon)
+    console.print(f"published: {database}")
+
+
+from pipeline.cli.status import status  # noqa: E402
+
+main.add_command(status)
+
+from pipeline.cli.sql import sql  # noqa: E402
+
+main.add_command(sql)
+
+from pipeline.cli.report import report  # noqa: E402
+
+main.add_command(report)
+
+from pipeline.cli.check import check  # noqa: E402
+
+main.add_command(check)
+
+from pipeline.cli.explain import explain  # noqa: E402
+
+main.add_command(explain)
+
+from pipeline.cli.diff import diff  # noqa: E402
+
+main.add_command(diff)

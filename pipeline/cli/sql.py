@@ -1,0 +1,160 @@
+"""runcost sql: a read-only query on the published snapshot, as a table, CSV, JSON or Parquet."""
+
+from __future__ import annotations
+
+import logging
+import sys
+import tempfile
+from datetime import datetime
+from pathlib import Path
+from typing import TextIO
+
+import click
+import duckdb
+from rich.table import Table
+
+from pipeline.cli.common import config_option, console, database_option, reports_errors
+from pipeline.common.errors import RuncostError
+from pipeline.config.loader import load_config
+from pipeline.report.results import (
+    column_names,
+    column_types,
+    display_text,
+    write_csv,
+    write_json,
+    write_parquet,
+)
+from pipeline.run.as_of import snapshot_as_of, write_snapshot_database
+from pipeline.warehouse.access import check_read_only, open_snapshot, published_database
+from pipeline.warehouse.snapshots import DATABASE_NAME
+
+FORMATS = ("table", "csv", "json", "parquet")
+TABLE_ROWS = 1000
+_NUMERIC_TYPES = ("DECIMAL", "DOUBLE", "FLOAT", "REAL", "BIGINT", "INTEGER", "SMALLINT")
+_NUMERIC_TYPES += ("TINYINT", "HUGEINT", "UBIGINT", "UINTEGER", "USMALLINT", "UTINYINT")
+
+
+@click.command()
+@click.argument("query", required=False)
+@click.option(
+    "--file",
+    "query_file",
+    type=click.File("r", encoding="utf-8"),
+    default=None,
+    help="Read the query from this file ('-' for stdin) instead of the QUERY argument.",
+)
+@config_option
+@database_option
+@click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(FORMATS),
+    default=None,
+    help="table (default on a terminal), csv, json, or parquet (needs --output). "
+    "Default with --output: from its suffix.",
+)
+@click.option(
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write the result to this file instead of standard output.",
+)
+@click.option(
+    "--as-of",
+    "as_of",
+    type=click.DateTime(formats=["%Y-%m-%d"]),
+    default=None,
+    help="Read the snapshot that was current at the end of this UTC date (YYYY-MM-DD) instead "
+    "of the current one; kept for warehouse.snapshot_retention_days.",
+)
+@reports_errors
+def sql(
+    query: str | None,
+    query_file: TextIO | None,
+    config_path: Path | None,
+    database: Path | None,
+    output_format: str | None,
+    output: Path | None,
+    as_of: datetime | None,
+) -> None:
+    """Run one read-only SQL QUERY (or --file) against the published snapshot.
+
+    Reads select, with, from, values, pivot, describe, show, summarize and explain; statements
+    that write (insert, create, copy, attach, set, install, ...) are refused with exit code 2.
+    Decimals are printed exactly; timestamps are UTC.
+    """
+    if (query is None) == (query_file is None):
+        raise click.UsageError("pass a QUERY or --file PATH (one of them)")
+    text = query if query is not None else query_file.read()  # type: ignore[union-attr]
+    output_format = _resolve_format(output_format, output)
+    check_read_only(text)
+    if as_of is None:
+        _query(published_database(config_path, database), text, output_format, output)
+        return
+    warehouse = database.parent if database else load_config(config_path).warehouse
+    folder = snapshot_as_of(warehouse, as_of.date())
+    logging.getLogger("runcost").info(
+        "as of %s: reading snapshot %s", as_of.date().isoformat(), folder.name
+    )
+    with tempfile.TemporaryDirectory(prefix="runcost-as-of-") as scratch:
+        path = Path(scratch) / DATABASE_NAME
+        write_snapshot_database(folder, path)
+        _query(path, text, output_format, output)
+
+
+def _query(database: Path, text: str, output_format: str, output: Path | None) -> None:
+    con = open_snapshot(database)
+    try:
+        _run(con, text, output_format, output)
+    except duckdb.Error as error:
+        raise RuncostError(f"query failed: {error}") from error
+    finally:
+        con.close()
+
+
+def _resolve_format(output_format: str | None, output: Path | None) -> str:
+    if output_format is None:
+        suffix = output.suffix.lower().lstrip(".") if output else ""
+        output_format = suffix if suffix in FORMATS[1:] else "table"
+    if output_format == "parquet" and output is None:
+        raise click.UsageError("--format parquet needs --output PATH (Parquet is a binary file)")
+    if output_format == "table" and output is not None:
+        raise click.UsageError("--output writes csv, json or parquet; add --format csv")
+    return output_format
+
+
+def _run(
+    con: duckdb.DuckDBPyConnection, text: str, output_format: str, output: Path | None
+) -> None:
+    if output_format == "parquet":
+        assert output is not None
+        count = write_parquet(con, text, output)
+        console.print(f"wrote {count} rows to {output}", highlight=False)
+        return
+    cursor = con.execute(text)
+    if output_format == "table":
+        _print_table(cursor)
+        return
+    writer = write_csv if output_format == "csv" else write_json
+    if output is None:
+        writer(cursor, sys.stdout)
+        return
+    with output.open("w", encoding="utf-8", newline="") as stream:
+        count = writer(cursor, stream)
+    console.print(f"wrote {count} rows to {output}", highlight=False)
+
+
+def _print_table(cursor: duckdb.DuckDBPyConnection) -> None:
+    rows = cursor.fetchmany(TABLE_ROWS + 1)
+    table = Table()
+    for name, kind in zip(column_names(cursor), column_types(cursor), strict=True):
+        numeric = kind.startswith(_NUMERIC_TYPES)
+        table.add_column(name, justify="right" if numeric else "left")
+    for row in rows[:TABLE_ROWS]:
+        table.add_row(*(display_text(value) for value in row))
+    console.print(table)
+    if len(rows) > TABLE_ROWS:
+        console.print(
+            f"first {TABLE_ROWS} rows shown; add a limit, or --format csv --output PATH for all",
+            highlight=False,
+        )

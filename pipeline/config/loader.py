@@ -1,0 +1,321 @@
+"""runcost.toml: load, validate and expose the configuration as frozen dataclasses."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pipeline.common.errors import ConfigError
+from pipeline.config.engine import SparkOptions, parse_engine
+from pipeline.config.focus import FocusSource, parse_focus
+from pipeline.config.gcp import GcpSettings, parse_gcp
+from pipeline.config.periods import SECTIONS as PERIOD_SECTIONS
+from pipeline.config.periods import WAREHOUSE_KEYS as PERIOD_WAREHOUSE_KEYS
+from pipeline.config.periods import PeriodSettings, parse_period_settings
+from pipeline.config.pools import DEFAULT_EXCLUDE, Pool, parse_allocation, parse_pools
+from pipeline.config.values import is_url, string_list
+
+DEFAULT_CONFIG_NAME = "runcost.toml"
+# The [[telemetry.sources]] kinds, as data: config sits below telemetry and may not import it;
+# tests/unit/test_layout.py checks this list against pipeline.telemetry.adapters.REGISTRY.
+TELEMETRY_SOURCE_KINDS = (
+    "mlflow",
+    "slurm",
+    "kubernetes",
+    "sagemaker",
+    "checkpoint_log",
+    "canonical",
+)
+_MEMORY = re.compile(r"\d+(\.\d+)?\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Economics:
+    """[economics]: constants of the goodput model and the waste findings (docs/economics.md)."""
+
+    # Llama 3 405B: 419 unexpected interruptions / (16,384 GPUs x 1,296 h) = 1.97e-5 per GPU-hour
+    failure_rate_per_gpu_hour: float = 1.97e-5
+    recovery_minutes: float = 10.0
+    checkpoint_interval_minutes: float = 60.0
+    checkpoint_write_minutes: float = 1.0
+    waste_idle_hours: float = 24.0
+    stale_checkpoint_days: float = 7.0
+
+
+@dataclass(frozen=True)
+class TelemetrySource:
+    """One [[telemetry.sources]] table: an adapter kind, its input path and its options."""
+
+    kind: str
+    path: Path | None
+    options: dict[str, Any] = field(default_factory=dict, compare=False)
+
+
+@dataclass(frozen=True)
+class Config:
+    """The whole validated configuration; paths are absolute."""
+
+    path: Path | None
+    warehouse: Path
+    aws_exports: tuple[str, ...] = ()
+    focus_sources: tuple[FocusSource, ...] = ()
+    telemetry: Path | None = None
+    telemetry_sources: tuple[TelemetrySource, ...] = ()
+    telemetry_on_error: str = "fail"
+    telemetry_keep_published: bool = True
+    attempt_tag_keys: tuple[str, ...] = ("user_attempt_id",)
+    experiment_tag_keys: tuple[str, ...] = ("user_experiment_id",)
+    resource_time: bool = True
+    pools: tuple[Pool, ...] = ()
+    allocation_exclude: str = DEFAULT_EXCLUDE
+    memory_limit: str | None = None
+    threads: int | None = None
+    lock_timeout_seconds: float = 600.0
+    raw_retention_days: int = 90
+    aws_endpoint_url: str | None = None
+    aws_region: str | None = None
+    economics: Economics = field(default_factory=Economics)
+    gcp: GcpSettings = field(default_factory=GcpSettings)
+    periods: PeriodSettings = field(default_factory=PeriodSettings)
+    engine: str = "duckdb"
+    spark: SparkOptions = field(default_factory=SparkOptions)
+    raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    def fingerprint(self) -> str:
+        """A stable hash of the settings that change results (recorded in the run manifest)."""
+        text = repr(
+            (
+                self.aws_exports,
+                self.gcp.tables,
+                self.gcp.files,
+                self.focus_sources,
+                self.attempt_tag_keys,
+                self.experiment_tag_keys,
+                self.resource_time,
+                self.pools,
+                self.allocation_exclude,
+                self.economics,
+                self.periods.prices,
+                self.periods.gcp_settle_days,
+            )
+        )
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+_SECTIONS: dict[str, set[str]] = {
+    "warehouse": {
+        "path",
+        "memory_limit",
+        "threads",
+        "lock_timeout_seconds",
+        "raw_retention_days",
+        *PERIOD_WAREHOUSE_KEYS,
+    },
+    "aws": {"exports", "endpoint_url", "region"},
+    "gcp": {"files", "tables", "billing_project", "window_days", "start_date", "api_endpoint"},
+    "telemetry": {"path", "sources", "on_error", "keep_published"},
+    "attribution": {"attempt_tag_keys", "experiment_tag_keys", "resource_time"},
+    "economics": {
+        "failure_rate_per_gpu_hour",
+        "recovery_minutes",
+        "checkpoint_interval_minutes",
+        "checkpoint_write_minutes",
+        "waste_idle_hours",
+        "stale_checkpoint_days",
+    },
+    **PERIOD_SECTIONS,
+}
+
+
+def load_config(path: Path | str | None = None) -> Config:
+    """Read and validate runcost.toml (default ./runcost.toml)."""
+    config_path = Path(path) if path is not None else Path.cwd() / DEFAULT_CONFIG_NAME
+    if not config_path.is_file():
+        raise ConfigError(
+            f"{config_path}: no such configuration file; pass --config PATH, or run "
+            "`runcost scenario DIR` to write an example runcost.toml"
+        )
+    try:
+        data = tomllib.loads(config_path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(f"{config_path}: not valid TOML: {error}") from error
+    return parse_config(data, base=config_path.resolve().parent, path=config_path)
+
+
+def parse_config(data: dict[str, Any], base: Path, path: Path | None = None) -> Config:
+    """Validate a parsed TOML document; relative paths are taken from ``base``."""
+    where = str(path) if path else "runcost.toml"
+    allowed_top = {*_SECTIONS, "pools", "focus", "allocation", "engine", "spark"}
+    for key in data:
+        if key not in allowed_top:
+            raise ConfigError(
+                f"{where}: unknown section [{key}]; allowed: {', '.join(sorted(allowed_top))}"
+            )
+    for section, keys in _SECTIONS.items():
+        value = data.get(section, {})
+        if not isinstance(value, dict):
+            raise ConfigError(f"{where}: [{section}] must be a table")
+        for key in value:
+            if key not in keys:
+                raise ConfigError(
+                    f"{where}: unknown key {section}.{key}; allowed in [{section}]: "
+                    f"{', '.join(sorted(keys))}"
+                )
+
+    warehouse = data.get("warehouse", {})
+    aws = data.get("aws", {})
+    telemetry = data.get("telemetry", {})
+    attribution = data.get("attribution", {})
+
+    threads = warehouse.get("threads")
+    if threads is not None and (not isinstance(threads, int) or threads < 1):
+        raise ConfigError(f"{where}: warehouse.threads must be a whole number of at least 1")
+    lock_timeout = warehouse.get("lock_timeout_seconds", 600)
+    if (
+        isinstance(lock_timeout, bool)
+        or not isinstance(lock_timeout, int | float)
+        or lock_timeout < 0
+    ):
+        raise ConfigError(
+            f"{where}: warehouse.lock_timeout_seconds must be a number of seconds, 0 or more "
+            "(how long a run waits for another run on the same warehouse)"
+        )
+    memory_limit = warehouse.get("memory_limit")
+    if memory_limit is not None and (
+        not isinstance(memory_limit, str) or not _MEMORY.fullmatch(memory_limit)
+    ):
+        raise ConfigError(
+            f'{where}: warehouse.memory_limit must be a size such as "4GB" or "512MiB", '
+            f"not {memory_limit!r}"
+        )
+
+    exports = string_list(aws.get("exports", []), f"{where}: aws.exports")
+    resolved_exports = tuple(_resolve_location(item, base) for item in exports)
+    retention = warehouse.get("raw_retention_days", 90)
+    if isinstance(retention, bool) or not isinstance(retention, int) or retention < 0:
+        raise ConfigError(
+            f"{where}: warehouse.raw_retention_days must be a whole number of days, 0 or more "
+            "(how long superseded deliveries stay in raw/)"
+        )
+    endpoint_url = aws.get("endpoint_url")
+    if endpoint_url is not None and not is_url(endpoint_url):
+        raise ConfigError(
+            f"{where}: aws.endpoint_url must be an http:// or https:// URL of an S3-compatible "
+            'store, such as "https://minio.internal:9000"'
+        )
+    region = aws.get("region")
+    if region is not None and (not isinstance(region, str) or not region):
+        raise ConfigError(f'{where}: aws.region must be a region name, such as "us-east-1"')
+
+    telemetry_path = telemetry.get("path")
+    if telemetry_path is not None and not isinstance(telemetry_path, str):
+        raise ConfigError(f"{where}: telemetry.path must be a string (a folder)")
+    on_error = telemetry.get("on_error", "fail")
+    if on_error not in ("fail", "skip"):
+        raise ConfigError(f'{where}: telemetry.on_error must be "fail" or "skip"')
+    keep_published = telemetry.get("keep_published", True)
+    if not isinstance(keep_published, bool):
+        raise ConfigError(f"{where}: telemetry.keep_published must be true or false")
+
+    attempt_keys = string_list(
+        attribution.get("attempt_tag_keys", ["user_attempt_id"]),
+        f"{where}: attribution.attempt_tag_keys",
+    )
+    experiment_keys = string_list(
+        attribution.get("experiment_tag_keys", ["user_experiment_id"]),
+        f"{where}: attribution.experiment_tag_keys",
+    )
+    resource_time = attribution.get("resource_time", True)
+    if not isinstance(resource_time, bool):
+        raise ConfigError(f"{where}: attribution.resource_time must be true or false")
+
+    pools = parse_pools(data.get("pools", []), where)
+    allocation_exclude = parse_allocation(data.get("allocation", {}), where)
+    engine, spark = parse_engine(data, where)
+
+    return Config(
+        path=path,
+        warehouse=_resolve_path(warehouse.get("path", "warehouse"), base, "warehouse.path", where),
+        aws_exports=resolved_exports,
+        focus_sources=parse_focus(data.get("focus", {}), base, where),
+        telemetry=(
+            _resolve_path(telemetry_path, base, "telemetry.path", where)
+            if telemetry_path is not None
+            else None
+        ),
+        telemetry_sources=_parse_sources(telemetry.get("sources", []), base, where),
+        telemetry_on_error=on_error,
+        telemetry_keep_published=keep_published,
+        attempt_tag_keys=tuple(attempt_keys),
+        experiment_tag_keys=tuple(experiment_keys),
+        resource_time=resource_time,
+        pools=pools,
+        allocation_exclude=allocation_exclude,
+        memory_limit=memory_limit,
+        threads=threads,
+        lock_timeout_seconds=float(lock_timeout),
+        raw_retention_days=retention,
+        aws_endpoint_url=endpoint_url,
+        aws_region=region,
+        economics=_parse_economics(data.get("economics", {}), where),
+        gcp=parse_gcp(data.get("gcp", {}), base, where),
+        periods=parse_period_settings(data, base, where),
+        engine=engine,
+        spark=spark,
+        raw=data,
+    )
+
+
+def _parse_economics(section: dict[str, Any], where: str) -> Economics:
+    values: dict[str, float] = {}
+    for key in sorted(section):
+        value = section[key]
+        if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+            raise ConfigError(
+                f"{where}: economics.{key} must be a number above 0, such as "
+                f"{getattr(Economics(), key)} (the default)"
+            )
+        values[key] = float(value)
+    return Economics(**values)
+
+
+def _parse_sources(value: Any, base: Path, where: str) -> tuple[TelemetrySource, ...]:
+    if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
+        raise ConfigError(f"{where}: telemetry.sources must be [[telemetry.sources]] tables")
+    sources = []
+    for number, item in enumerate(value, start=1):
+        what = f"{where}: telemetry.sources[{number}]"
+        unknown = sorted(set(item) - {"kind", "path", "options"})
+        if unknown or item.get("kind") not in TELEMETRY_SOURCE_KINDS:
+            raise ConfigError(
+                f"{what}: needs kind = one of {', '.join(TELEMETRY_SOURCE_KINDS)}, optional path "
+                "and "
+                f"[telemetry.sources.options]; found keys {', '.join(sorted(item))}"
+            )
+        options = item.get("options", {})
+        if not isinstance(options, dict):
+            raise ConfigError(f"{what}: options must be a table")
+        path = item.get("path")
+        if path is not None and not isinstance(path, str):
+            raise ConfigError(f"{what}: path must be a string")
+        resolved = None if path is None else _resolve_path(path, base, "path", what)
+        sources.append(TelemetrySource(item["kind"], resolved, options))
+    return tuple(sources)
+
+
+def _resolve_path(value: Any, base: Path, key: str, where: str) -> Path:
+    if not isinstance(value, str) or not value:
+        raise ConfigError(f"{where}: {key} must be a non-empty string (a folder)")
+    candidate = Path(value).expanduser()
+    return candidate if candidate.is_absolute() else (base / candidate).resolve()
+
+
+def _resolve_location(value: str, base: Path) -> str:
+    if "://" in value:
+        return value
+    candidate = Path(value).expanduser()
+    return str(candidate if candidate.is_absolute() else (base / candidate).resolve())

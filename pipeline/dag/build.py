@@ -1,0 +1,56 @@
+"""The build: create every model in dependency order through an engine; run the checks."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import duckdb
+
+from pipeline.common.errors import ModelError
+from pipeline.dag.engines.base import Engine
+from pipeline.dag.engines.duckdb_engine import DuckDBEngine
+from pipeline.dag.models import LAYERS, Model, order
+
+
+@dataclass
+class BuildReport:
+    """What a build did: seconds per model, and the rows each check returned."""
+
+    seconds: dict[str, float] = field(default_factory=dict)
+    check_failures: list[tuple[str, list[str], list[tuple], int]] = field(default_factory=list)
+    checks_run: list[str] = field(default_factory=list)
+
+
+def build(
+    target: duckdb.DuckDBPyConnection | Engine,
+    models: list[Model],
+    on_model: Callable[[Model], None] | None = None,
+) -> BuildReport:
+    """Create every model in order; run checks last and collect their failing rows.
+
+    ``target`` is an engine (pipeline.dag.engines), or a DuckDB connection for the default one.
+    """
+    engine = DuckDBEngine(target) if isinstance(target, duckdb.DuckDBPyConnection) else target
+    report = BuildReport()
+    engine.prepare(LAYERS[:-1])
+    for model in order(models):
+        if on_model:
+            on_model(model)
+        started = time.perf_counter()
+        try:
+            if model.materialization == "check":
+                failed = engine.check(model)
+                report.checks_run.append(model.name)
+                if failed is not None:
+                    report.check_failures.append(
+                        (model.name, failed.columns, failed.rows, failed.total)
+                    )
+            else:
+                engine.create(model)
+        except engine.errors as error:
+            where = model.path or model.qualified
+            raise ModelError(f"{where}: building {model.qualified} failed: {error}") from error
+        report.seconds[model.qualified] = time.perf_counter() - started
+    return report

@@ -1,0 +1,181 @@
+"""SQL models: find them in sql/, parse each one's header and inputs, and order them."""
+
+from __future__ import annotations
+
+import graphlib
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import sqlglot
+from sqlglot import expressions as exp
+
+from pipeline.common.errors import ModelError
+
+LAYERS = ("staging", "normalized", "attribution", "allocation", "marts", "checks")
+# Schemas a model may read without them being models: raw sources (staging only) and the
+# configuration tables the run writes (any layer).
+SOURCE_SCHEMAS = {"raw": ("staging",), "config": LAYERS}
+_GRAIN = re.compile(r"^--\s*grain:\s*\S", re.MULTILINE)
+# `-- materialized: view` publishes a model as a view over the published tables instead of
+# materializing and writing it: for wide projections and joins of tables that are published
+# anyway (docs/performance.md)
+_MATERIALIZED = re.compile(r"^--\s*materialized:\s*(\S*)", re.MULTILINE)
+MATERIALIZATIONS = ("table", "view")
+
+
+def sql_root() -> Path:
+    """The folder of SQL models: inside the installed package, or sql/ beside it in a checkout."""
+    here = Path(__file__).resolve()
+    packaged = here.parents[1] / "sql"  # the wheel force-includes sql/ as pipeline/sql
+    return packaged if packaged.is_dir() else here.parents[2] / "sql"
+
+
+@dataclass(frozen=True)
+class Model:
+    """One SQL model: `sql/<layer>/<name>.sql` builds `<layer>.<name>`."""
+
+    layer: str
+    name: str
+    path: Path | None
+    sql: str
+    description: str
+    grain: str
+    inputs: frozenset[str] = field(default_factory=frozenset)
+    materialized: str = "table"
+
+    @property
+    def qualified(self) -> str:
+        return f"{self.layer}.{self.name}"
+
+    @property
+    def materialization(self) -> str:
+        if self.layer == "checks":
+            return "check"
+        return "view" if self.layer == "staging" else self.materialized
+
+
+def parse_model(layer: str, name: str, sql: str, path: Path | None = None) -> Model:
+    """Parse a model's header and inputs; malformed models raise ModelError naming the file."""
+    where = str(path) if path else f"{layer}.{name}"
+    lines = sql.lstrip().splitlines()
+    if not lines or not lines[0].startswith("--"):
+        raise ModelError(f"{where}: the first line must be a comment saying what the model is")
+    grain_match = _GRAIN.search(sql)
+    if not grain_match:
+        raise ModelError(f"{where}: add a header line `-- grain: one row per (...)`")
+    grain_line = sql[grain_match.start() :].splitlines()[0]
+    materialized = _materialized(sql, layer, where)
+    if sql.rstrip().endswith(";"):
+        raise ModelError(f"{where}: a model is one select without a trailing ';'")
+    try:
+        statements = sqlglot.parse(sql, dialect="duckdb")
+    except sqlglot.errors.ParseError as error:
+        raise ModelError(f"{where}: SQL does not parse: {error}") from error
+    if len(statements) != 1 or not isinstance(statements[0], exp.Query):
+        raise ModelError(f"{where}: a model must be exactly one select statement")
+    inputs = _inputs(statements[0])
+    return Model(
+        layer=layer,
+        name=name,
+        path=path,
+        sql=sql.rstrip(),
+        description=lines[0].lstrip("- ").strip(),
+        grain=grain_line.split(":", 1)[1].strip(),
+        inputs=frozenset(inputs),
+        materialized=_published_view_inputs(materialized, inputs, where),
+    )
+
+
+def _published_view_inputs(materialized: str, inputs: set[str], where: str) -> str:
+    # a published view is re-created in runcost.duckdb, where only published relations exist
+    unpublished = sorted(name for name in inputs if name.split(".")[0] in ("raw", "staging"))
+    if materialized == "view" and unpublished:
+        raise ModelError(
+            f"{where}: a view is published over the published tables, and "
+            f"{', '.join(unpublished)} is not published; read a normalized/attribution/"
+            "allocation/marts model or config.*, or make the model `-- materialized: table`"
+        )
+    return materialized
+
+
+def _materialized(sql: str, layer: str, where: str) -> str:
+    found = _MATERIALIZED.findall(sql)
+    if not found:
+        return "table"
+    if len(found) > 1 or found[0] not in MATERIALIZATIONS:
+        raise ModelError(
+            f"{where}: write one header line `-- materialized: table` or `-- materialized: view`"
+            f" (found {', '.join(repr(item) for item in found)})"
+        )
+    if layer in ("staging", "checks"):
+        raise ModelError(
+            f"{where}: a {layer} model cannot choose its materialization; remove the "
+            "`-- materialized:` line"
+        )
+    return found[0]
+
+
+def _inputs(statement: exp.Expression) -> set[str]:
+    ctes = {cte.alias_or_name for cte in statement.find_all(exp.CTE)}
+    found = set()
+    for table in statement.find_all(exp.Table):
+        if table.db:
+            found.add(f"{table.db}.{table.name}")
+        elif table.name and table.name not in ctes and not isinstance(table.this, exp.Anonymous):
+            found.add(table.name)
+    return found
+
+
+def discover(root: Path | None = None) -> list[Model]:
+    """Every model under sql/<layer>/*.sql."""
+    root = root or sql_root()
+    models = []
+    for layer in LAYERS:
+        for path in sorted((root / layer).glob("*.sql")):
+            models.append(parse_model(layer, path.stem, path.read_text(encoding="utf-8"), path))
+    return models
+
+
+def order(models: Iterable[Model]) -> list[Model]:
+    """Models in dependency order; checks the layer rules and that every input exists."""
+    by_name = {model.qualified: model for model in models}
+    graph: dict[str, set[str]] = {}
+    for model in by_name.values():
+        deps = set()
+        for name in model.inputs:
+            schema, _, _ = name.partition(".")
+            if name in by_name:
+                if LAYERS.index(by_name[name].layer) > LAYERS.index(model.layer):
+                    raise ModelError(
+                        f"{model.qualified} reads {name}, a higher layer; a model reads only "
+                        f"its own or lower layers ({' < '.join(LAYERS)})"
+                    )
+                deps.add(name)
+            elif schema in SOURCE_SCHEMAS:
+                if model.layer not in SOURCE_SCHEMAS[schema]:
+                    raise ModelError(
+                        f"{model.qualified} reads {name}; {schema}.* may be read only from "
+                        f"{', '.join(SOURCE_SCHEMAS[schema])} models"
+                    )
+            else:
+                raise ModelError(
+                    f"{model.qualified} reads {name}, which is neither a model nor a source; "
+                    "name inputs fully qualified, such as normalized.cost_lines"
+                )
+        graph[model.qualified] = deps
+    try:
+        ordered = list(graphlib.TopologicalSorter(graph).static_order())
+    except graphlib.CycleError as error:
+        raise ModelError(f"models depend on each other in a cycle: {error.args[1]}") from error
+    return [by_name[name] for name in ordered]
+
+
+def published_views(models: Iterable[Model]) -> list[tuple[str, str]]:
+    """(name, sql) of every model published as a view, in dependency order."""
+    return [
+        (model.qualified, model.sql)
+        for model in order(models)
+        if model.layer not in ("staging", "checks") and model.materialization == "view"
+    ]

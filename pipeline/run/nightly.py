@@ -1,0 +1,222 @@
+"""One nightly run: lock, ingest, load telemetry, build, check, publish (or not), record."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+import duckdb
+
+from pipeline import __version__
+from pipeline.common.errors import CheckFailed
+from pipeline.config.loader import Config
+from pipeline.dag.build import BuildReport
+from pipeline.dag.engines.base import Engine
+from pipeline.dag.engines.factory import open_engine
+from pipeline.dag.models import Model, discover
+from pipeline.dag.pools import pool_models
+from pipeline.run import stages
+from pipeline.run.events import STAGES, Checkpoint, Events, Progress, RunEvent
+from pipeline.run.history import load_previous, previous_folder, register_deliveries, set_clock
+from pipeline.run.invoices import load_invoices
+from pipeline.run.manifest import RunManifest
+from pipeline.run.record import (
+    code_hash,
+    config_hash,
+    estimate_summary,
+    period_statuses,
+    totals,
+)
+from pipeline.run.recovery import recover_dead_runs
+from pipeline.run.settings import write_settings
+from pipeline.run.sources import register_sources
+from pipeline.warehouse.lock import WarehouseLock
+from pipeline.warehouse.publish import snapshot_hash
+from pipeline.warehouse.raw_store import Delivery
+from pipeline.warehouse.snapshots import DATABASE_NAME, current_snapshot
+
+__all__ = ["STAGES", "Checkpoint", "Progress", "RunEvent", "RunResult", "run_pipeline"]
+
+
+@dataclass
+class RunResult:
+    """What a run produced: the snapshot, the database to query, and the run's record."""
+
+    run_id: str
+    database: Path
+    snapshot: Path
+    manifest: Path
+    deliveries: list[Delivery]
+    report: BuildReport
+    stage_seconds: dict[str, float] = field(default_factory=dict)
+    row_counts: dict[str, int] = field(default_factory=dict)
+    status: str = "published"  # or "unchanged": same content as the current snapshot
+    content_hashes: dict[str, str] = field(default_factory=dict)
+
+
+def new_run_id() -> str:
+    """Sortable and unique: UTC start time plus a random suffix."""
+    # microseconds, so that sorting ids by name sorts runs by start even within one second
+    # (pruning and "the last run" both rely on it); the suffix keeps two hosts apart
+    return datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ") + "-" + secrets.token_hex(3)
+
+
+def run_pipeline(
+    config: Config,
+    progress: Progress | None = None,
+    on_event: Callable[[RunEvent], None] | None = None,
+    now: datetime | None = None,
+    checkpoint: Checkpoint | None = None,
+) -> RunResult:
+    """Run every stage holding the warehouse lock; a failed check raises CheckFailed.
+
+    ``now`` is the run clock (default: the current time): estimates stop there and a billing
+    period that has not ended by then is open. ``checkpoint`` is called at each point the run
+    reaches (see pipeline.run.events.Checkpoint).
+    """
+    run_id = new_run_id()
+    clock = now or datetime.now(UTC)
+    with WarehouseLock(config.warehouse, config.lock_timeout_seconds, run_id) as lock:
+        recover_dead_runs(config.warehouse)
+        run_dir = config.warehouse / "runs" / run_id
+        run_dir.mkdir(parents=True)
+        timings: dict[str, float] = {"lock": lock.waited} if lock.waited >= 0.5 else {}
+        manifest = RunManifest(
+            run_id=run_id,
+            runcost_version=__version__,
+            config_file=str(config.path) if config.path else None,
+            config_fingerprint=config.fingerprint(),
+            config_hash=config_hash(config),
+            clock=clock.isoformat(timespec="seconds"),
+        )
+        manifest.write(run_dir)
+        events = Events(progress, on_event, timings, checkpoint)
+        try:
+            return _run(config, events, run_dir, manifest, clock)
+        except CheckFailed:
+            raise  # recorded as failed_checks where the checks ran
+        except BaseException as error:
+            manifest.finish("failed", events.rounded(), error=f"{type(error).__name__}: {error}")
+            manifest.write(run_dir)
+            raise
+
+
+def _run(
+    config: Config, events: Events, run_dir: Path, manifest: RunManifest, clock: datetime
+) -> RunResult:
+    ingested = stages.ingest(config, events)
+    manifest.inputs = dict(ingested.record)
+    telemetry = stages.telemetry(config, events)
+    manifest.inputs["telemetry"] = {name: table.num_rows for name, table in telemetry.items()}
+
+    database_path = run_dir / "build.duckdb"
+    con = stages.open_build(database_path, run_dir, config)
+    engine: Engine | None = None
+    try:
+        models = _prepare_build(con, config, ingested, telemetry, clock, manifest, run_dir)
+        engine = open_engine(config, con, run_dir / "tmp")
+        report = stages.build_models(engine, models, events)
+        if engine.name == "duckdb":  # the built tables are in con now (Spark's come with finish)
+            stages.inspect_build(con, config, clock)
+        _record_checks(manifest, report)
+        if report.check_failures:
+            manifest.finish("failed_checks", events.rounded())
+            manifest.write(run_dir)
+            raise CheckFailed(report.check_failures, str(database_path))
+
+        catalog_rows = engine.finish(con, models)
+        if catalog_rows is not None:  # spark.catalog: the tables went there, not to a snapshot
+            con.close()
+            stages.discard_build(run_dir, database_path)
+            return _published_to_catalog(config, manifest, ingested, report, events, catalog_rows)
+        if engine.name != "duckdb":
+            stages.inspect_build(con, config, clock)
+        manifest.totals, manifest.periods = totals(con), period_statuses(con)
+        manifest.estimates = estimate_summary(con)
+        published = stages.publish_snapshot(
+            con, config, manifest.run_id, models, events, getattr(engine, "published_files", None)
+        )
+    finally:
+        if engine is not None:
+            engine.close()
+        con.close()
+
+    stages.discard_build(run_dir, database_path)
+    events.checkpoint("manifest")
+    rows = {table.name: table.rows for table in published.contents}
+    manifest.finish(
+        published.status,
+        events.rounded(),
+        unchanged_from=published.unchanged_from,
+        outputs=rows,
+        content_hashes=published.hashes,
+        content_hash=snapshot_hash(published.hashes),
+        snapshot=str(published.folder),
+    )
+    return RunResult(
+        run_id=manifest.run_id,
+        database=config.warehouse / DATABASE_NAME,
+        snapshot=published.folder,
+        manifest=manifest.write(run_dir),
+        deliveries=ingested.deliveries,
+        report=report,
+        stage_seconds=dict(events.stages),
+        row_counts=rows,
+        status=published.status,
+        content_hashes=published.hashes,
+    )
+
+
+def _prepare_build(
+    con: duckdb.DuckDBPyConnection,
+    config: Config,
+    ingested: stages.Ingested,
+    telemetry: dict,
+    clock: datetime,
+    manifest: RunManifest,
+    run_dir: Path,
+) -> list[Model]:
+    """Give the build database its inputs (config.*, raw.*, history, the clock); the models."""
+    write_settings(con, config)
+    register_sources(con, ingested.deliveries, telemetry)
+    set_clock(con, clock)
+    register_deliveries(con, ingested.deliveries)
+    load_invoices(con, config.periods.invoice_file)
+    manifest.previous_snapshot = load_previous(con, previous_folder(config.warehouse))
+    models = discover() + pool_models(config)
+    manifest.code_hash = code_hash(models)
+    stages.save_generated(run_dir, models)
+    return models
+
+
+def _record_checks(manifest: RunManifest, report: BuildReport) -> None:
+    manifest.model_seconds = {name: round(value, 4) for name, value in report.seconds.items()}
+    failed = {item[0] for item in report.check_failures}
+    manifest.checks = {name: "failed" if name in failed else "passed" for name in report.checks_run}
+
+
+def _published_to_catalog(
+    config: Config,
+    manifest: RunManifest,
+    ingested: stages.Ingested,
+    report: BuildReport,
+    events: Events,
+    rows: dict[str, int],
+) -> RunResult:
+    """The tables are in spark.catalog; the local snapshot and runcost.duckdb stay as they were."""
+    manifest.finish("published", events.rounded(), catalog=config.spark.catalog, outputs=rows)
+    run_dir = config.warehouse / "runs" / manifest.run_id
+    current = current_snapshot(config.warehouse)
+    return RunResult(
+        run_id=manifest.run_id,
+        database=config.warehouse / DATABASE_NAME,
+        snapshot=Path(current["snapshot"]) if current else run_dir,
+        manifest=manifest.write(run_dir),
+        deliveries=ingested.deliveries,
+        report=report,
+        stage_seconds=dict(events.stages),
+        row_counts=rows,
+    )

@@ -1,0 +1,137 @@
+"""Read the published snapshot: open runcost.duckdb read-only and refuse statements that write."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import duckdb
+import sqlglot
+from sqlglot import exp
+
+from pipeline.common.duck import connect
+from pipeline.common.errors import RuncostError
+from pipeline.config.loader import load_config
+from pipeline.warehouse.snapshots import DATABASE_NAME
+
+READ_STATEMENTS = "select, with, from, values, pivot, unpivot, describe, show, summarize, explain"
+# Statement kinds a read can be made of. Anything else, and any of _WRITES anywhere inside one,
+# is refused before DuckDB sees it; the connection is read-only as well.
+_READS = (exp.Query, exp.Values, exp.Pivot, exp.Describe, exp.Show, exp.Summarize)
+_WRITES = (exp.DML, exp.DDL, exp.Command, exp.Copy, exp.Pragma, exp.Set, exp.Transaction)
+# First words of DuckDB statements that write or change the session; named in the refusal even
+# when sqlglot cannot parse the rest (EXPORT DATABASE, IMPORT DATABASE, CREATE SECRET, ...)
+# fmt: off
+_WRITE_KEYWORDS = frozenset({
+    "alter", "analyze", "attach", "begin", "call", "checkpoint", "comment", "commit", "copy",
+    "create", "deallocate", "delete", "detach", "drop", "execute", "export", "force", "import",
+    "insert", "install", "load", "merge", "pragma", "prepare", "reset", "rollback", "savepoint",
+    "set", "start", "truncate", "update", "upsert", "use", "vacuum",
+})
+# fmt: on
+
+
+class QueryRefused(RuncostError):
+    """A statement that is not a read, or that cannot be checked to be one."""
+
+    exit_code = 2
+
+
+def published_database(config_path: Path | None = None, database: Path | None = None) -> Path:
+    """The database to read: the one given, or runcost.duckdb in the configured warehouse."""
+    if database is None:
+        database = load_config(config_path).warehouse / DATABASE_NAME
+    if not database.is_file():
+        raise RuncostError(f"{database}: nothing is published yet; run `runcost run` first")
+    return database
+
+
+def open_snapshot(database: Path) -> duckdb.DuckDBPyConnection:
+    """Open a published database read-only, in UTC, with its settings locked."""
+    try:
+        con = connect(database, read_only=True)
+    except duckdb.Error as error:
+        raise RuncostError(f"{database}: cannot be opened read-only: {error}") from error
+    # a query cannot turn settings back on (external access, extensions, time zone)
+    con.execute("set lock_configuration = true")
+    return con
+
+
+def check_read_only(sql: str) -> str:
+    """Return the one statement in ``sql`` if it only reads; raise QueryRefused otherwise."""
+    first_word = _first_word(sql)
+    if first_word in _WRITE_KEYWORDS:
+        raise QueryRefused(_refusal(first_word))
+    try:
+        with _quiet_sqlglot():
+            parsed = sqlglot.parse(sql, dialect="duckdb")
+        statements = [item for item in parsed if item is not None]
+    except sqlglot.errors.SqlglotError as error:
+        first = str(error).splitlines()[0]
+        raise QueryRefused(
+            f"the query could not be checked to be read-only ({first}); runcost sql runs "
+            f"{READ_STATEMENTS} statements. For anything else open the snapshot yourself: "
+            "duckdb -readonly warehouse/runcost.duckdb"
+        ) from error
+    if not statements:
+        raise QueryRefused("the query is empty; pass a statement such as select 1")
+    if len(statements) > 1:
+        raise QueryRefused(
+            f"the query holds {len(statements)} statements; runcost sql runs one at a time"
+        )
+    _refuse_writes(statements[0])
+    return sql
+
+
+def _refuse_writes(statement: exp.Expression) -> None:
+    if isinstance(statement, exp.Command) and statement.name.upper() == "EXPLAIN":
+        # sqlglot keeps EXPLAIN's operand as text; EXPLAIN ANALYZE runs it, so check it too
+        operand = statement.expression.name.strip()
+        if operand.lower().startswith("analyze"):
+            operand = operand[len("analyze") :]
+        check_read_only(operand)
+        return
+    writes = [node for node in statement.walk() if isinstance(node, _WRITES)]
+    if writes or not isinstance(statement, _READS):
+        raise QueryRefused(_refusal(_keyword(writes[0] if writes else statement)))
+
+
+def _refusal(keyword: str) -> str:
+    return (
+        f"`{keyword}` statements are refused: runcost sql reads the published snapshot and "
+        f"never changes it; it runs {READ_STATEMENTS}. To save a result, use "
+        "--output PATH with --format csv, json or parquet"
+    )
+
+
+def _first_word(sql: str) -> str:
+    try:
+        tokens = sqlglot.tokenize(sql, dialect="duckdb")
+    except sqlglot.errors.SqlglotError:
+        return ""
+    return tokens[0].text.lower() if tokens else ""
+
+
+def _keyword(node: exp.Expression) -> str:
+    if isinstance(node, exp.Command):
+        return node.name.lower()
+    if isinstance(node, _WRITES):
+        return {"truncatetable": "truncate"}.get(
+            type(node).__name__.lower(), type(node).__name__.lower()
+        )
+    words = node.sql(dialect="duckdb").split()
+    return words[0].lower() if words else type(node).__name__.lower()
+
+
+@contextmanager
+def _quiet_sqlglot() -> Iterator[None]:
+    # sqlglot warns when it keeps a statement as raw text (EXPLAIN); the check handles those
+    logger = logging.getLogger("sqlglot")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
