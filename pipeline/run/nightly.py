@@ -136,7 +136,9 @@ def _run(
             stages.inspect_build(con, config, clock)
         manifest.totals, manifest.periods = totals(con), period_statuses(con)
         manifest.estimates = estimate_summary(con)
-        published = stages.publish_snapshot(con, config, manifest.run_id, models, events)
+        published = stages.publish_snapshot(
+            con, config, manifest.run_id, models, events, getattr(engine, "published_files", None)
+        )
     finally:
         if engine is not None:
             engine.close()

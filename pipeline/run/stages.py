@@ -167,10 +167,14 @@ def publish_snapshot(
     run_id: str,
     models: list[Model],
     events: Events,
+    written: dict[str, Path] | None = None,
 ) -> Published:
-    """Publish the built tables as a new snapshot, unless they equal the current one."""
+    """Publish the built tables as a new snapshot, unless they equal the current one.
+
+    ``written``: the tables an engine wrote as Parquet already (Spark), moved into the snapshot.
+    """
     events.start("publish", "snapshot")
-    contents = table_contents(con)
+    contents = table_contents(con, written)
     views = view_contents(con, published_views(models))
     hashes = content_hashes(contents, views)
     same_as = unchanged_snapshot(config.warehouse, hashes, ignore=HISTORY_TABLES)

@@ -57,6 +57,7 @@ class TableContent:
     columns: tuple[tuple[str, str], ...]
     rows: int
     content_hash: str
+    files: Path | None = None  # Parquet an engine (Spark) wrote in this layout: moved, not copied
 
     @property
     def partition_by(self) -> str | None:
@@ -85,13 +86,16 @@ class Snapshot:
     content_hashes: dict[str, str] = field(default_factory=dict)
 
 
-def table_contents(con: duckdb.DuckDBPyConnection) -> list[TableContent]:
-    """Every table a publish writes, with an order-independent hash of its rows and columns."""
-    contents = []
-    for schema, name in _tables(con):
+def table_contents(con: duckdb.DuckDBPyConnection, written: dict | None = None) -> list:
+    """Every table a publish writes, with an order-independent hash of its rows and columns;
+    ``written``: name -> Parquet an engine wrote already (``con`` has views over it)."""
+    written, contents = written or {}, []
+    tables = _tables(con) + sorted({tuple(n.split(".", 1)) for n in written} - set(_tables(con)))
+    for schema, name in tables:
         source = f"staging.{name}" if schema == "telemetry" else f"{schema}.{name}"
         columns, rows, digest = content_hash(con, source)
-        contents.append(TableContent(f"{schema}.{name}", source, columns, rows, digest))
+        key = f"{schema}.{name}"
+        contents.append(TableContent(key, source, columns, rows, digest, written.get(key)))
     return contents
 
 
@@ -254,6 +258,9 @@ def publish(
 def _copy_table(con: duckdb.DuckDBPyConnection, table: TableContent, staging: Path) -> None:
     target = staging / _relative_path(table)
     target.parent.mkdir(parents=True, exist_ok=True)
+    if table.files is not None:
+        shutil.move(table.files, target)  # a rename when both are on one filesystem
+        return
     options = "format parquet, compression zstd"
     query = _parquet_query(table)
     if not table.partition_by:
