@@ -62,8 +62,16 @@ def main(log_format: str) -> None:
 
 @main.command()
 @config_option
+@click.option(
+    "--allow-shrink",
+    "allow_shrink",
+    multiple=True,
+    metavar="PERIOD",
+    help="Accept, this once, a re-delivery that empties billing period PERIOD (YYYY-MM, or "
+    "EXPORT/YYYY-MM) or shrinks a final one by more than 10%. Repeatable.",
+)
 @reports_errors
-def run(config_path: Path | None) -> None:
+def run(config_path: Path | None, allow_shrink: tuple[str, ...]) -> None:
     """Run the nightly job: ingest, attribute, allocate, check, publish.
 
     Exits 0 when a new snapshot is published (or the content did not change), 1 when input
@@ -75,7 +83,7 @@ def run(config_path: Path | None) -> None:
 
     config = load_config(config_path)
     with run_display(errors) as display:
-        result = run_pipeline(config, on_event=display.on_event)
+        result = run_pipeline(config, on_event=display.on_event, allow_shrink=allow_shrink)
     _print_run_summary(result.database, result.run_id)
     print_summary(console, result)
 

@@ -27,6 +27,7 @@ from pipeline.ingest.aws_cur2 import Delivery, ingest_aws_exports
 from pipeline.ingest.focus_files import ingest_focus_files
 from pipeline.ingest.gcp_bigquery import ingest_gcp_tables
 from pipeline.ingest.gcp_files import ingest_gcp_files
+from pipeline.run import recovery
 from pipeline.run.history import load_previous, previous_folder, register_deliveries, set_clock
 from pipeline.run.invoices import check_invoice_currencies, load_invoices
 from pipeline.run.record import (
@@ -37,6 +38,7 @@ from pipeline.run.record import (
     estimate_summary,
     file_checksum,
     note_clock_skew,
+    outcome,
     period_statuses,
     served_history,
     totals,
@@ -52,7 +54,6 @@ from pipeline.warehouse.lock import WarehouseLock
 from pipeline.warehouse.publish import (
     content_hashes,
     publish,
-    snapshot_hash,
     table_contents,
     view_contents,
 )
@@ -111,12 +112,14 @@ def run_pipeline(
     on_event: Callable[[RunEvent], None] | None = None,
     now: datetime | None = None,
     checkpoint: Checkpoint | None = None,
+    allow_shrink: tuple[str, ...] = (),
 ) -> RunResult:
     """Run every stage holding the warehouse lock; a failed check raises CheckFailed.
 
     ``now`` is the run clock (default: the current time): estimates stop there and a billing
     period that has not ended by then is open. ``checkpoint`` is called at each point the run
-    reaches (see Checkpoint).
+    reaches (see Checkpoint). ``allow_shrink``: billing periods whose re-delivery may empty or
+    shrink them this once (runcost run --allow-shrink).
     """
     run_id = new_run_id()
     clock = now or datetime.now(UTC)
@@ -135,6 +138,7 @@ def run_pipeline(
             "clock": clock.isoformat(timespec="seconds"),
             "status": "running",
             "pid": os.getpid(),
+            "allow_shrink": list(allow_shrink),
         }
         write_manifest(run_dir, manifest)
         events = _Events(progress, on_event, stages, checkpoint)
@@ -149,7 +153,7 @@ def run_pipeline(
                 finished_at=_now(),
                 stage_seconds=_rounded(stages),
             )
-            write_manifest(run_dir, manifest)
+            recovery.record_failure(run_dir, manifest)
             raise
 
 
@@ -201,7 +205,7 @@ def _run(
         if used
     ]
     events.start("ingest", ", ".join(sources) or "no billing source configured")
-    deliveries = [*ingest_aws_exports(config), *ingest_gcp_files(config)]
+    deliveries = [*ingest_aws_exports(config, manifest["allow_shrink"]), *ingest_gcp_files(config)]
     gcp = ingest_gcp_tables(config)  # nothing to do without gcp.tables
     deliveries += [*gcp.deliveries, *ingest_focus_files(config)]
     new = sum(item.new for item in deliveries)
@@ -276,6 +280,8 @@ def _run(
         hashes = content_hashes(contents, views)
         same_as = unchanged_snapshot(config.warehouse, hashes, ignore=HISTORY_TABLES)
         if same_as is None:
+            folder = config.warehouse / "snapshots" / run_id
+            record = {**manifest, **outcome("published", events.stages, contents, hashes, folder)}
             snapshot = publish(
                 con,
                 config.warehouse,
@@ -284,6 +290,7 @@ def _run(
                 checkpoint=events.checkpoint,
                 retention_days=config.periods.snapshot_retention_days,
                 views=views,
+                records=[(run_dir / "manifest.json", recovery.manifest_text(record))],
             )
             status, folder = "published", snapshot.folder
             events.done("publish", f"snapshot {run_id} is current")
@@ -305,16 +312,8 @@ def _run(
 
     _discard_build(run_dir, database_path)
     events.checkpoint("manifest")
-    manifest.update(
-        status=status,
-        finished_at=_now(),
-        stage_seconds=_rounded(events.stages),
-        outputs={table.name: table.rows for table in contents},
-        content_hashes=hashes,
-        content_hash=snapshot_hash(hashes),
-        snapshot=str(folder),
-    )
-    manifest_path = write_manifest(run_dir, manifest)
+    manifest.update(outcome(status, events.stages, contents, hashes, folder))
+    manifest_path = recovery.record_published(run_dir, manifest)
     return RunResult(
         run_id=run_id,
         database=config.warehouse / DATABASE_NAME,
