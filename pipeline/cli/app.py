@@ -14,6 +14,7 @@ from rich.table import Table
 
 from pipeline import __version__
 from pipeline.cli.common import (
+    TRACEBACKS,
     config_option,
     console,
     errors,
@@ -55,9 +56,11 @@ class _JsonFormatter(logging.Formatter):
     show_default=True,
     help="How warnings and progress are logged to stderr.",
 )
-def main(log_format: str) -> None:
+@click.option("--debug", is_flag=True, help="Print the traceback after an error line.")
+def main(log_format: str, debug: bool) -> None:
     """runcost: the all-in, reconciled cost of every ML training attempt and experiment."""
     _setup_logging(log_format)
+    TRACEBACKS["show"] = debug or log_format == "json"
 
 
 @main.command()
