@@ -13,7 +13,7 @@ from typing import Any
 import click
 from rich.console import Console
 
-from pipeline.common.errors import RuncostError
+from pipeline.common.errors import RuncostError, redact_urls
 from pipeline.config.loader import DEFAULT_CONFIG_NAME
 from pipeline.warehouse.snapshots import DATABASE_NAME
 
@@ -60,6 +60,7 @@ def reports_errors(function: Callable[..., Any]) -> Callable[..., Any]:
             raise
         except Exception as error:
             text, code = describe_failure(error)
+            text = redact_urls(text)
             errors.print(f"error: {text}", markup=False, highlight=False, soft_wrap=True)
             if TRACEBACKS["show"]:
                 errors.print(traceback.format_exc(), markup=False, highlight=False)

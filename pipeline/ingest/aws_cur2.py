@@ -75,7 +75,15 @@ def _ingest(
     staged: list[_Staged] = []
     shown: dict[tuple[str, str], str] = {}
     for source in sources:
-        for period in periods(source):
+        found = periods(source)
+        if not found and not source.list_files(""):
+            raise InputError(
+                f"{source.location}: the export holds no files; aws.exports must name the "
+                "export's own folder or prefix (<prefix>/<export-name>, holding data/ and "
+                "metadata/): check the bucket, prefix and export name, and that AWS has "
+                "delivered it"
+            )
+        for period in found:
             planned = plan(source, period, store)
             if planned is None or _is_older(store, planned):
                 continue

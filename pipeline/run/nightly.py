@@ -16,7 +16,7 @@ import duckdb
 
 from pipeline import __version__
 from pipeline.common.duck import connect
-from pipeline.common.errors import CheckFailed
+from pipeline.common.errors import CheckFailed, redact_urls
 from pipeline.config.loader import Config
 from pipeline.dag.build import BuildReport, build
 from pipeline.dag.engines.base import Engine
@@ -149,7 +149,7 @@ def run_pipeline(
         except BaseException as error:
             manifest.update(
                 status="failed",
-                error=f"{type(error).__name__}: {error}",
+                error=redact_urls(f"{type(error).__name__}: {error}"),
                 finished_at=_now(),
                 stage_seconds=_rounded(stages),
             )
