@@ -63,3 +63,22 @@ def test_credentials_in_an_endpoint_url_are_never_echoed(monkeypatch: pytest.Mon
     assert "cannot reach S3" in str(caught.value)
     assert redact_urls(f"see {url}/x") == "see http://***@127.0.0.1:9/x"
     assert "hunter2" not in str(RuncostError(f"failed at {url}"))
+
+
+def test_attempt_and_experiment_ids_are_trimmed_like_resource_ids(tmp_path: Path):
+    from test_telemetry_files import write
+
+    from pipeline.telemetry import load_telemetry
+
+    write(
+        tmp_path,
+        "attempts",
+        "csv",
+        [
+            {"attempt_id": " a1 ", "experiment_id": "e1 ", "status": "succeeded"},
+            {"attempt_id": "a2", "experiment_id": " e1", "status": "failed"},
+        ],
+    )
+    attempts = load_telemetry(tmp_path)["attempts"]
+    assert attempts.column("attempt_id").to_pylist() == ["a1", "a2"]
+    assert attempts.column("experiment_id").to_pylist() == ["e1", "e1"]
