@@ -5,14 +5,14 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 
 import duckdb
 
 from pipeline.config.loader import Config
 from pipeline.dag.models import Model
-from pipeline.warehouse.publish import TableContent, snapshot_hash
+from pipeline.warehouse.publish import TableContent
 from pipeline.warehouse.raw_store import DELIVERY_FILE, Delivery, sha256_file
 from pipeline.warehouse.snapshots import snapshot_record
 
@@ -121,25 +121,6 @@ def served_history(
             )
         kept.append(table)
     return hashes, kept
-
-
-def outcome(
-    status: str,
-    stages: dict[str, float],
-    contents: list[TableContent],
-    hashes: dict[str, str],
-    folder: Path,
-) -> dict[str, object]:
-    """What a run's record says once it published (or found nothing changed)."""
-    return {
-        "status": status,
-        "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "stage_seconds": {name: round(value, 4) for name, value in stages.items()},
-        "outputs": {table.name: table.rows for table in contents},
-        "content_hashes": hashes,
-        "content_hash": snapshot_hash(hashes),
-        "snapshot": str(folder),
-    }
 
 
 def note_clock_skew(con: duckdb.DuckDBPyConnection, now: datetime) -> None:

@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 
 from pipeline.run.as_of import write_snapshot_database
+from pipeline.run.manifest import write_manifest
 from pipeline.warehouse.commit import check_database
 from pipeline.warehouse.snapshots import (
     DATABASE_NAME,
@@ -48,9 +49,12 @@ def recover_dead_runs(warehouse: Path) -> None:
             manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
+        run_dir = manifest_path.parent
+        if manifest.get("status") == "published":
+            # killed after its record switched in, before it deleted its build: never kept
+            _drop_build(run_dir)
         if manifest.get("status") != "running":
             continue
-        run_dir = manifest_path.parent
         if manifest.get("run_id") == current_id:
             # it died after its snapshot became current, before writing its outcome
             manifest.update(status="published", snapshot=current["snapshot"], recovered=True)
@@ -59,9 +63,7 @@ def recover_dead_runs(warehouse: Path) -> None:
             if discard_snapshot(warehouse, run_dir.name):
                 removed.append(warehouse / "snapshots" / run_dir.name)
         # a killed build is of no use for inspection (unlike a failed check's): free the disk
-        for leftover in ("build.duckdb", "build.duckdb.wal"):
-            (run_dir / leftover).unlink(missing_ok=True)
-        shutil.rmtree(run_dir / "tmp", ignore_errors=True)
+        _drop_build(run_dir)
         log.warning(
             "run %s stopped without recording its outcome (killed or crashed); marked %s",
             run_dir.name,
@@ -71,6 +73,12 @@ def recover_dead_runs(warehouse: Path) -> None:
         write_manifest(run_dir, manifest)
     for path in removed:
         log.warning("removed %s left by a run that died", path, extra={"stage": "recover"})
+
+
+def _drop_build(run_dir: Path) -> None:
+    for leftover in ("build.duckdb", "build.duckdb.wal"):
+        (run_dir / leftover).unlink(missing_ok=True)
+    shutil.rmtree(run_dir / "tmp", ignore_errors=True)
 
 
 def repair_database(warehouse: Path) -> None:
@@ -126,12 +134,3 @@ def record_published(run_dir: Path, manifest: dict) -> Path:
 
 def manifest_text(manifest: dict) -> str:
     return json.dumps(manifest, indent=2, default=str) + "\n"
-
-
-def write_manifest(run_dir: Path, manifest: dict) -> Path:
-    """Write a run's manifest.json atomically (readers see the old or the new one)."""
-    path = run_dir / "manifest.json"
-    temporary = run_dir / ".manifest.json.tmp"
-    temporary.write_text(manifest_text(manifest), encoding="utf-8")
-    temporary.replace(path)
-    return path
