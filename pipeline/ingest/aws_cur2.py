@@ -76,7 +76,10 @@ def _ingest(
     shown: dict[tuple[str, str], str] = {}
     for source in sources:
         found = periods(source)
-        if not found and not source.list_files(""):
+        # an S3 prefix with no object is a wrong bucket, prefix or export name; a local folder
+        # may be made before the first delivery (night one: estimates from telemetry alone)
+        empty_s3 = str(source.location).startswith("s3://") and not found
+        if empty_s3 and not source.list_files(""):
             raise InputError(
                 f"{source.location}: the export holds no files; aws.exports must name the "
                 "export's own folder or prefix (<prefix>/<export-name>, holding data/ and "
