@@ -176,7 +176,9 @@ final as (
         cast(bases.net_cost as decimal(38, 10)) as net_cost,
         -- CUR carries credits as their own lines, not on the lines they reduce
         cast(null as map (varchar, decimal(38, 10))) as credits_by_type,
-        bases.resource_tags as tags
+        bases.resource_tags as tags,
+        -- which format's tag-key spelling applies (pipeline/config/tags.py)
+        'aws_cur' as source_format
     from bases
 )
 

@@ -114,7 +114,9 @@ final as (
         coalesce(
             cast(json(classified.tags_json) as map(varchar, varchar)),  -- noqa: LT01
             cast(map() as map(varchar, varchar))  -- noqa: LT01
-        ) as tags
+        ) as tags,
+        -- which format's tag-key spelling applies (pipeline/config/tags.py)
+        'focus' as source_format
     from classified
 )
 

@@ -159,7 +159,9 @@ final as (
             { 'key': 'SUBSCRIPTION_BENEFIT', 'value': bases.credit_subscription_benefit },
             { 'key': 'OTHER', 'value': bases.credit_other }
         ], lambda e: e.value <> 0)) as credits_by_type,  -- noqa: RF02
-        bases.attribution_tags as tags
+        bases.attribution_tags as tags,
+        -- which format's tag-key spelling applies (pipeline/config/tags.py)
+        'gcp_billing_export' as source_format
     from bases
 )
 
