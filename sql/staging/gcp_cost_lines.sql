@@ -136,8 +136,21 @@ final as (
             else 'other'
         end as resource_class,
         bases.usage_amount as consumed_quantity,
-        -- export rows are hourly windows; the window bounds the usage it bills
-        epoch(bases.usage_end) - epoch(bases.usage_start) as usage_seconds,
+        -- seconds the resource ran inside the row's window: time-unit usage (seconds, hours) says
+        -- how long, bounded by the window; other units (byte-seconds, bytes) span the window
+        case
+            when lower(coalesce(bases.usage_unit, '')) in ('seconds', 'second', 's')
+                then least(
+                    greatest(coalesce(cast(bases.usage_amount as double), 0), 0),
+                    epoch(bases.usage_end) - epoch(bases.usage_start)
+                )
+            when lower(coalesce(bases.usage_unit, '')) in ('hours', 'hour', 'h')
+                then least(
+                    greatest(coalesce(cast(bases.usage_amount as double), 0), 0) * 3600,
+                    epoch(bases.usage_end) - epoch(bases.usage_start)
+                )
+            else epoch(bases.usage_end) - epoch(bases.usage_start)
+        end as usage_seconds,
         bases.currency as billing_currency,
         cast(null as varchar) as invoice_id,
         cast(bases.billed_cost as decimal(38, 10)) as billed_cost,
