@@ -119,6 +119,8 @@ class _Plan:
     legacy: bool
     extras: tuple[str, ...]
     source_columns: int
+    # (header name, position, CUR 2.0 kind) of each typed column read: where a bad value is
+    checked: tuple[tuple[str, int, str], ...] = ()
 
 
 def _plan(names: list[str], where: str, typed: bool = False) -> _Plan:
@@ -147,8 +149,18 @@ def _plan(names: list[str], where: str, typed: bool = False) -> _Plan:
     select = ", ".join(
         f"{expr} as {name}" for expr, (name, _) in zip(expressions, outputs, strict=True)
     )
+    checked = tuple(
+        (names[position], position, kind)
+        for name, kind in aws_cur2.ALL_COLUMNS
+        if (position := header.columns.get(name)) is not None and kind != "string"
+    )
     return _Plan(
-        aws_cur2.arrow_schema(tuple(outputs)), select, legacy, tuple(header.extras), len(names)
+        aws_cur2.arrow_schema(tuple(outputs)),
+        select,
+        legacy,
+        tuple(header.extras),
+        len(names),
+        checked,
     )
 
 
@@ -201,6 +213,8 @@ def _run(source: Path, kind: str, plan: _Plan, target: Path, where: str) -> int:
                 rows += table.num_rows
     except duckdb.Error as error:
         target.unlink(missing_ok=True)
+        if kind != "parquet":
+            _raise_bad_cell(reader, plan, where)
         detail = " ".join(str(error).split())
         raise InputError(
             f"{where}: cannot read it as a CUR CSV export ({detail[:600]}); the file is damaged "
@@ -209,6 +223,36 @@ def _run(source: Path, kind: str, plan: _Plan, target: Path, where: str) -> int:
     finally:
         con.close()
     return rows
+
+
+_WHAT = {"double": "a number", "timestamp": "a date-time", "map": "a JSON object"}
+
+
+def _raise_bad_cell(reader: str, plan: _Plan, where: str) -> None:
+    """Raise an InputError naming the header column, the row and the value of the first cell
+    that does not convert; return when none is found (the file is broken some other way)."""
+    con = connect(settings={"threads": 1})
+    try:
+        con.execute("set preserve_insertion_order = true")
+        for name, position, kind in plan.checked:
+            column = f"c{position}"
+            cast = _cast(column, kind, typed=False).replace("cast(", "try_cast(")
+            found = con.execute(
+                f"select row_number, value from (select row_number() over () as row_number, "
+                f"{column} as value, {cast} as converted from {reader}) "
+                "where converted is null and nullif(trim(value), '') is not null "
+                "order by row_number limit 1"
+            ).fetchone()
+            if found:
+                what = _WHAT["map" if kind.startswith("map") else kind]
+                raise InputError(
+                    f"{where}: row {found[0]} (after the header), column {name}: {found[1]!r} "
+                    f"is not {what}; fix the value in the export or re-deliver the file"
+                )
+    except duckdb.Error:
+        return
+    finally:
+        con.close()
 
 
 def _unzip(source: Path, target: Path, where: str) -> Path:

@@ -95,6 +95,8 @@ def test_a_legacy_period_without_its_manifest_stops_the_run(tmp_path: Path) -> N
     with pytest.raises(InputError) as caught:
         run_pipeline(load_config(tmp_path / "runcost.toml"))
     message = str(caught.value)
-    assert f"{REPORT}/{FOLDER}: legacy CUR period 2023-11 has no {FOLDER}/<report>-Manifest" in message
+    assert (
+        f"{REPORT}/{FOLDER}: legacy CUR period 2023-11 has no {FOLDER}/<report>-Manifest" in message
+    )
     assert "copy the manifest AWS wrote into that folder" in message
     assert not (tmp_path / "warehouse" / "runcost.duckdb").exists()
