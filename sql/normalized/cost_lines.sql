@@ -90,7 +90,27 @@ final as (
             ),
             lambda tag_value: coalesce(tag_value, '') <> ''  -- noqa: RF02
         )[1] as experiment_tag,
-        provider_lines.source_format
+        provider_lines.source_format,
+        provider_lines.provider_name,
+        provider_lines.publisher_name,
+        provider_lines.invoice_issuer_name,
+        provider_lines.service_category,
+        provider_lines.charge_frequency,
+        provider_lines.pricing_category,
+        provider_lines.pricing_quantity,
+        provider_lines.consumed_unit,
+        provider_lines.list_unit_price,
+        provider_lines.contracted_unit_price,
+        provider_lines.contracted_cost,
+        provider_lines.commitment_discount_category,
+        provider_lines.commitment_discount_id,
+        provider_lines.commitment_discount_name,
+        provider_lines.commitment_discount_status,
+        provider_lines.commitment_discount_type,
+        provider_lines.region_name,
+        provider_lines.resource_name,
+        provider_lines.resource_type,
+        provider_lines.sku_price_id
     from provider_lines
     cross join attribution_settings
 )

@@ -174,7 +174,32 @@ final as (
         ], lambda e: e.value <> 0)) as credits_by_type,  -- noqa: RF02
         bases.attribution_tags as tags,
         -- which format's tag-key spelling applies (pipeline/config/tags.py)
-        'gcp_billing_export' as source_format
+        'gcp_billing_export' as source_format,
+        -- FOCUS 1.2 columns the normalized.focus view passes through (docs/focus.md#normalizedfocus)
+        'Google Cloud' as provider_name,
+        coalesce(nullif(bases.seller_name, ''), 'Google Cloud') as publisher_name,
+        'Google Cloud' as invoice_issuer_name,
+        cast(null as varchar) as service_category,
+        case when bases.cost_type = 'regular' then 'Usage-Based' else 'One-Time' end as charge_frequency,
+        case
+            when bases.cost_type = 'tax' then cast(null as varchar)
+            when bases.credit_committed_usage_discount <> 0 then 'Committed'
+            else 'Standard'
+        end as pricing_category,
+        cast(bases.usage_amount_in_pricing_units as double) as pricing_quantity,
+        bases.usage_unit as consumed_unit,
+        cast(null as double) as list_unit_price,
+        cast(null as double) as contracted_unit_price,
+        cast(bases.list_cost as decimal(38, 10)) as contracted_cost,
+        cast(null as varchar) as commitment_discount_category,
+        cast(null as varchar) as commitment_discount_id,
+        cast(null as varchar) as commitment_discount_name,
+        cast(null as varchar) as commitment_discount_status,
+        cast(null as varchar) as commitment_discount_type,
+        cast(null as varchar) as region_name,
+        bases.resource_name,
+        cast(null as varchar) as resource_type,
+        cast(null as varchar) as sku_price_id
     from bases
 )
 
