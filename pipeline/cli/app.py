@@ -14,6 +14,7 @@ from rich.table import Table
 
 from pipeline import __version__
 from pipeline.cli.common import (
+    TRACEBACKS,
     config_option,
     console,
     errors,
@@ -55,15 +56,25 @@ class _JsonFormatter(logging.Formatter):
     show_default=True,
     help="How warnings and progress are logged to stderr.",
 )
-def main(log_format: str) -> None:
+@click.option("--debug", is_flag=True, help="Print the traceback after an error line.")
+def main(log_format: str, debug: bool) -> None:
     """runcost: the all-in, reconciled cost of every ML training attempt and experiment."""
     _setup_logging(log_format)
+    TRACEBACKS["show"] = debug or log_format == "json"
 
 
 @main.command()
 @config_option
+@click.option(
+    "--allow-shrink",
+    "allow_shrink",
+    multiple=True,
+    metavar="PERIOD",
+    help="Accept, this once, a re-delivery that empties billing period PERIOD (YYYY-MM, or "
+    "EXPORT/YYYY-MM) or shrinks a final one by more than 10%. Repeatable.",
+)
 @reports_errors
-def run(config_path: Path | None) -> None:
+def run(config_path: Path | None, allow_shrink: tuple[str, ...]) -> None:
     """Run the nightly job: ingest, attribute, allocate, check, publish.
 
     Exits 0 when a new snapshot is published (or the content did not change), 1 when input
@@ -75,7 +86,7 @@ def run(config_path: Path | None) -> None:
 
     config = load_config(config_path)
     with run_display(errors) as display:
-        result = run_pipeline(config, on_event=display.on_event)
+        result = run_pipeline(config, on_event=display.on_event, allow_shrink=allow_shrink)
     _print_run_summary(result.database, result.run_id)
     print_summary(console, result)
 
@@ -83,14 +94,21 @@ def run(config_path: Path | None) -> None:
 @main.command()
 @click.argument("directory", required=False, type=click.Path(file_okay=False, path_type=Path))
 @click.option("--seed", default=7, show_default=True, help="Seed of the scenario generator.")
+@click.option(
+    "--world",
+    type=click.Choice(["aws", "aws-csv", "gcp"]),
+    default="aws",
+    show_default=True,
+    help="Which bundled world: a CUR 2.0 Parquet export, the same as gzip CSV, or a GCP export.",
+)
 @reports_errors
-def demo(directory: Path | None, seed: int) -> None:
+def demo(directory: Path | None, seed: int, world: str) -> None:
     """Write the bundled scenario into DIRECTORY (default ./runcost-demo), run it, show costs."""
     from pipeline.run.nightly import run_pipeline
-    from pipeline.scenario import write_scenario
+    from pipeline.scenario.worlds import write_world
 
     target = directory or Path("runcost-demo")
-    config_file = write_scenario(target, seed=seed)
+    config_file = write_world(world, target, seed=seed)
     result = run_pipeline(load_config(config_file), progress=_progress)
     _print_run_summary(result.database, result.run_id)
     console.print(
@@ -102,12 +120,19 @@ def demo(directory: Path | None, seed: int) -> None:
 @main.command()
 @click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
 @click.option("--seed", default=7, show_default=True, help="Seed of the scenario generator.")
+@click.option(
+    "--world",
+    type=click.Choice(["aws", "aws-csv", "gcp"]),
+    default="aws",
+    show_default=True,
+    help="Which bundled world: a CUR 2.0 Parquet export, the same as gzip CSV, or a GCP export.",
+)
 @reports_errors
-def scenario(directory: Path, seed: int) -> None:
-    """Write a small consistent world (CUR 2.0 export, telemetry, ground truth) to DIRECTORY."""
-    from pipeline.scenario import write_scenario
+def scenario(directory: Path, seed: int, world: str) -> None:
+    """Write a small consistent world (billing export, telemetry, ground truth) to DIRECTORY."""
+    from pipeline.scenario.worlds import write_world
 
-    config_file = write_scenario(directory, seed=seed)
+    config_file = write_world(world, directory, seed=seed)
     console.print(f"wrote {directory} (configuration: {config_file})")
 
 

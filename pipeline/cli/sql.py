@@ -25,7 +25,12 @@ from pipeline.report.results import (
     write_parquet,
 )
 from pipeline.run.as_of import snapshot_as_of, write_snapshot_database
-from pipeline.warehouse.access import check_read_only, open_snapshot, published_database
+from pipeline.warehouse.access import (
+    check_read_only,
+    open_snapshot,
+    published_database,
+    refuse_output_inside,
+)
 from pipeline.warehouse.snapshots import DATABASE_NAME
 
 FORMATS = ("table", "csv", "json", "parquet")
@@ -89,9 +94,14 @@ def sql(
     output_format = _resolve_format(output_format, output)
     check_read_only(text)
     if as_of is None:
-        _query(published_database(config_path, database), text, output_format, output)
+        published = published_database(config_path, database)
+        if output is not None:
+            refuse_output_inside(output, published.parent)
+        _query(published, text, output_format, output)
         return
     warehouse = database.parent if database else load_config(config_path).warehouse
+    if output is not None:
+        refuse_output_inside(output, warehouse)
     folder = snapshot_as_of(warehouse, as_of.date())
     logging.getLogger("runcost").info(
         "as of %s: reading snapshot %s", as_of.date().isoformat(), folder.name
@@ -107,7 +117,8 @@ def _query(database: Path, text: str, output_format: str, output: Path | None) -
     try:
         _run(con, text, output_format, output)
     except duckdb.Error as error:
-        raise RuncostError(f"query failed: {error}") from error
+        first = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise RuncostError(f"query failed: {first}") from error
     finally:
         con.close()
 

@@ -119,8 +119,7 @@ class _Plan:
     legacy: bool
     extras: tuple[str, ...]
     source_columns: int
-    # (header name, position, CUR 2.0 kind) of each typed column read: where a bad value is
-    checked: tuple[tuple[str, int, str], ...] = ()
+    typed_columns: tuple[tuple[str, str, int], ...] = ()  # (name, kind, position) read from text
 
 
 def _plan(names: list[str], where: str, typed: bool = False) -> _Plan:
@@ -136,9 +135,12 @@ def _plan(names: list[str], where: str, typed: bool = False) -> _Plan:
                 header.extras.append(name)
     outputs: list[tuple[str, str]] = []
     expressions: list[str] = []
+    typed_columns: list[tuple[str, str, int]] = []
     for name, kind in aws_cur2.ALL_COLUMNS:
         if name in header.columns:
             expressions.append(_cast(f"c{header.columns[name]}", kind, typed))
+            if kind in ("double", "timestamp"):
+                typed_columns.append((name, kind, header.columns[name]))
         elif legacy and name in header.maps:
             expressions.append(_legacy_map(header.maps[name]))
         else:
@@ -149,18 +151,13 @@ def _plan(names: list[str], where: str, typed: bool = False) -> _Plan:
     select = ", ".join(
         f"{expr} as {name}" for expr, (name, _) in zip(expressions, outputs, strict=True)
     )
-    checked = tuple(
-        (names[position], position, kind)
-        for name, kind in aws_cur2.ALL_COLUMNS
-        if (position := header.columns.get(name)) is not None and kind != "string"
-    )
     return _Plan(
         aws_cur2.arrow_schema(tuple(outputs)),
         select,
         legacy,
         tuple(header.extras),
         len(names),
-        checked,
+        tuple(typed_columns),
     )
 
 
@@ -214,7 +211,7 @@ def _run(source: Path, kind: str, plan: _Plan, target: Path, where: str) -> int:
     except duckdb.Error as error:
         target.unlink(missing_ok=True)
         if kind != "parquet":
-            _raise_bad_cell(reader, plan, where)
+            _refuse_bad_cell(con, reader, plan, where)
         detail = " ".join(str(error).split())
         raise InputError(
             f"{where}: cannot read it as a CUR CSV export ({detail[:600]}); the file is damaged "
@@ -225,34 +222,31 @@ def _run(source: Path, kind: str, plan: _Plan, target: Path, where: str) -> int:
     return rows
 
 
-_WHAT = {"double": "a number", "timestamp": "a date-time", "map": "a JSON object"}
-
-
-def _raise_bad_cell(reader: str, plan: _Plan, where: str) -> None:
-    """Raise an InputError naming the header column, the row and the value of the first cell
-    that does not convert; return when none is found (the file is broken some other way)."""
-    con = connect(settings={"threads": 1})
-    try:
-        con.execute("set preserve_insertion_order = true")
-        for name, position, kind in plan.checked:
-            column = f"c{position}"
-            cast = _cast(column, kind, typed=False).replace("cast(", "try_cast(")
+def _refuse_bad_cell(con: duckdb.DuckDBPyConnection, reader: str, plan: _Plan, where: str) -> None:
+    """After a failed conversion: name the first cell that is not a number or a time."""
+    for name, kind, position in plan.typed_columns:
+        wanted = "double" if kind == "double" else "timestamptz"
+        text = f"nullif(trim(c{position}), '')"
+        try:
             found = con.execute(
-                f"select row_number, value from (select row_number() over () as row_number, "
-                f"{column} as value, {cast} as converted from {reader}) "
-                "where converted is null and nullif(trim(value), '') is not null "
-                "order by row_number limit 1"
+                f"select line, value from (select row_number() over () + 1 as line, "
+                f"c{position} as value, {text} as text from {reader}) where text is not null "
+                f"and try_cast(text as {wanted}) is null order by line limit 1"
             ).fetchone()
-            if found:
-                what = _WHAT["map" if kind.startswith("map") else kind]
-                raise InputError(
-                    f"{where}: row {found[0]} (after the header), column {name}: {found[1]!r} "
-                    f"is not {what}; fix the value in the export or re-deliver the file"
-                )
-    except duckdb.Error:
-        return
-    finally:
-        con.close()
+        except duckdb.Error:
+            return  # the CSV itself is broken: the caller says so
+        if found is not None:
+            what = (
+                "a number such as 12.5 (no currency sign)"
+                if kind == "double"
+                else ("a time such as 2026-10-01T00:00:00Z")
+            )
+            raise InputError(
+                f"{where}: line {found[0]}, column {name}: {found[1]!r} is refused; it must be "
+                f"{what}. Fix the export (re-deliver the file as AWS wrote it, or correct the "
+                "copy) and run again; nothing of this delivery was stored in raw/, so the "
+                "corrected copy is read afresh on the next run"
+            )
 
 
 def _unzip(source: Path, target: Path, where: str) -> Path:

@@ -11,7 +11,7 @@ import duckdb
 import sqlglot
 from sqlglot import exp
 
-from pipeline.common.duck import connect
+from pipeline.common.duck import connect, literal
 from pipeline.common.errors import RuncostError
 from pipeline.config.loader import load_config
 from pipeline.warehouse.snapshots import DATABASE_NAME
@@ -33,6 +33,12 @@ _WRITE_KEYWORDS = frozenset({
 # fmt: on
 
 
+ANALYST_SETTINGS = (
+    "set autoinstall_known_extensions = false",
+    "set autoload_known_extensions = false",
+)
+
+
 class QueryRefused(RuncostError):
     """A statement that is not a read, or that cannot be checked to be one."""
 
@@ -49,14 +55,44 @@ def published_database(config_path: Path | None = None, database: Path | None = 
 
 
 def open_snapshot(database: Path) -> duckdb.DuckDBPyConnection:
-    """Open a published database read-only, in UTC, with its settings locked."""
+    """Open a published database read-only, in UTC, with its settings locked.
+
+    Analysts' queries never fetch code or data from the network: no extension is installed or
+    loaded on demand, and files are readable only in the snapshot folders (the views' own).
+    """
     try:
         con = connect(database, read_only=True)
+        folders = {database.resolve().parent, *_snapshot_folders(con)}
+        for setting in ANALYST_SETTINGS:
+            con.execute(setting)
+        allowed = "[" + ", ".join(literal(f"{folder}/") for folder in sorted(folders)) + "]"
+        con.execute(f"set allowed_directories = {allowed}")
+        con.execute("set enable_external_access = false")
     except duckdb.Error as error:
         raise RuncostError(f"{database}: cannot be opened read-only: {error}") from error
     # a query cannot turn settings back on (external access, extensions, time zone)
     con.execute("set lock_configuration = true")
     return con
+
+
+def _snapshot_folders(con: duckdb.DuckDBPyConnection) -> list[Path]:
+    """The snapshots folder holding the one this database serves (its views read there)."""
+    try:
+        row = con.execute("select snapshot_folder from main.runcost_snapshot").fetchone()
+    except duckdb.Error:
+        return []
+    return [Path(str(row[0])).resolve().parent] if row and row[0] else []
+
+
+def refuse_output_inside(output: Path, warehouse: Path) -> None:
+    """--output may not write into the warehouse (it would overwrite CURRENT or the database)."""
+    target, root = output.resolve(), warehouse.resolve()
+    if target == root or target.is_relative_to(root):
+        raise QueryRefused(
+            f"--output {output}: is inside the warehouse {warehouse}; runcost sql never writes "
+            "there (it could overwrite CURRENT, runcost.duckdb or a snapshot): write the result "
+            "outside it"
+        )
 
 
 def check_read_only(sql: str) -> str:

@@ -26,7 +26,27 @@ def current_snapshot(warehouse: Path) -> dict[str, str] | None:
     pointer = warehouse / CURRENT_NAME
     if not pointer.is_file():
         return None
-    return json.loads(pointer.read_text(encoding="utf-8"))
+    body = _pointer(pointer)
+    if body is not None:
+        return body
+    served = database_snapshot(warehouse)
+    log.warning(
+        "%s is empty or unreadable (a crash or a full disk); %s; the next run rewrites it",
+        pointer,
+        f"using {served[0]}, which {DATABASE_NAME} serves" if served else "nothing is served",
+    )
+    return {"run_id": served[0], "snapshot": served[1]} if served else None
+
+
+def _pointer(path: Path) -> dict[str, str] | None:
+    """CURRENT's content, or None when it is not a whole pointer."""
+    try:
+        body = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(body, dict) or not {"run_id", "snapshot"} <= set(body):
+        return None
+    return {"run_id": str(body["run_id"]), "snapshot": str(body["snapshot"])}
 
 
 def snapshot_record(folder: Path) -> dict | None:
@@ -37,9 +57,9 @@ def snapshot_record(folder: Path) -> dict | None:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-def database_snapshot(warehouse: Path) -> tuple[str, str] | None:
-    """(run_id, snapshot folder) that runcost.duckdb reads, or None when there is none."""
-    database = warehouse / DATABASE_NAME
+def database_snapshot(warehouse: Path, name: str = DATABASE_NAME) -> tuple[str, str] | None:
+    """(run_id, snapshot folder) that runcost.duckdb (or ``name``) reads, or None if none."""
+    database = warehouse / name
     if not database.is_file():
         return None
     # attach from a fresh in-memory database: duckdb.connect(path) in a process that still has
@@ -95,12 +115,21 @@ def recover(warehouse: Path) -> list[Path]:
                 shutil.rmtree(path, ignore_errors=True)
                 removed.append(path)
     if warehouse.is_dir():
-        for pattern in (f".{DATABASE_NAME}.*.tmp", f".{CURRENT_NAME}.*.tmp"):
+        for pattern in (f".{DATABASE_NAME}.*.tmp*", f".{CURRENT_NAME}.*.tmp"):
             for path in warehouse.glob(pattern):
                 path.unlink(missing_ok=True)
                 removed.append(path)
     served = database_snapshot(warehouse)
-    current = current_snapshot(warehouse)
+    pointer = warehouse / CURRENT_NAME
+    current = _pointer(pointer) if pointer.is_file() else None
+    if pointer.is_file() and current is None and not served:
+        log.warning(
+            "%s was empty or unreadable and %s serves nothing; removed it (nothing is published)",
+            pointer,
+            DATABASE_NAME,
+            extra={"stage": "recover"},
+        )
+        pointer.unlink()
     if served and (current is None or current["run_id"] != served[0]):
         log.warning(
             "CURRENT named %s but runcost.duckdb serves %s (a run died between the two "

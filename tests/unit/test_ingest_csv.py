@@ -211,13 +211,12 @@ BAD = {
     ),
     "csv map cell that is not json": (
         _csv_map_not_json,
-        ["bad.csv.gz: row 1 (after the header), column cost_category: 'General' is not a JSON "
-         "object; fix the value in the export"],
+        ["bad.csv.gz: cannot read it as a CUR CSV export"],
     ),
     "csv money that is not a number": (
         _csv_bad_number,
-        ["bad.csv.gz: row 3 (after the header), column line_item_unblended_cost: "
-         "'12,50 USD (a value this long is kept)' is not a number"],
+        ["bad.csv.gz: line 4, column line_item_unblended_cost: "
+         "'12,50 USD (a value this long is kept)' is refused"],
     ),
 }  # fmt: skip
 
