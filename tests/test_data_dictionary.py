@@ -24,7 +24,11 @@ FOCUS_COLUMNS = {
     "ChargeDescription", "ChargePeriodEnd", "ChargePeriodStart", "ConsumedQuantity",
     "ConsumedUnit", "ContractedCost", "EffectiveCost", "InvoiceId", "InvoiceIssuerName",
     "ListCost", "PricingUnit", "ProviderName", "PublisherName", "RegionId", "ResourceId",
-    "ServiceName", "SkuId", "SubAccountId", "SubAccountName", "Tags",
+    "ServiceName", "SkuId", "SubAccountId", "SubAccountName", "Tags", "ChargeFrequency",
+    "CommitmentDiscountCategory", "CommitmentDiscountId", "CommitmentDiscountName",
+    "CommitmentDiscountStatus", "CommitmentDiscountType", "ContractedUnitPrice", "ListUnitPrice",
+    "PricingCategory", "PricingQuantity", "RegionName", "ResourceName", "ResourceType",
+    "ServiceCategory", "SkuPriceId",
 }  # fmt: skip
 
 
@@ -154,6 +158,7 @@ def test_focus_export_uses_focus_names(published_columns: dict[str, dict[str, st
         "x_LineId",
         "x_ProviderLineType",
         "x_SourceDelivery",
+        "x_SourceFormat",
     ], "custom columns carry the x_ prefix and come after the FOCUS columns"
     for money in ("BilledCost", "EffectiveCost", "ListCost", "ContractedCost"):
         assert columns[money] == "DECIMAL(38,10)"

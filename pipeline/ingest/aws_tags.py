@@ -116,9 +116,11 @@ def tag_coverage(warehouse: Path) -> list[dict[str, Any]] | None:
     con = duckdb.connect(str(database), read_only=True)
     try:
         cursor = con.execute(
-            "select billing_period, sub_account_id, service_name, billing_currency, total_cost, "
-            "attempt_tagged_share, experiment_tagged_share from marts.tag_coverage "
-            "order by billing_period, sub_account_id, total_cost desc, service_name"
+            "select provider, source_format, billing_period, sub_account_id, service_name, "
+            "billing_currency, total_cost, attempt_tagged_share, experiment_tagged_share, "
+            "attempt_tag_keys, experiment_tag_keys from marts.tag_coverage "
+            "order by provider, source_format, billing_period, sub_account_id, total_cost desc, "
+            "service_name"
         )
         names = [column[0] for column in cursor.description]
         return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
