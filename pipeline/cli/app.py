@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import click
-from rich.table import Table
 
 from pipeline import __version__
 from pipeline.cli.common import (
@@ -71,13 +70,15 @@ def run(config_path: Path | None) -> None:
     usage error.
     """
     from pipeline.cli.status import print_summary, run_display
+    from pipeline.cli.tables import terminal
     from pipeline.run.nightly import run_pipeline
 
     config = load_config(config_path)
     with run_display(errors) as display:
         result = run_pipeline(config, on_event=display.on_event)
-    _print_run_summary(result.database, result.run_id)
-    print_summary(console, result)
+    if result.status == "published":
+        _print_run_summary(result.database, result.run_id)
+    print_summary(terminal(), result)
 
 
 @main.command()
@@ -125,17 +126,25 @@ def _progress(message: str) -> None:
     logging.getLogger("runcost").log(level, message)
 
 
-def _print_run_summary(database: Path, run_id: str) -> None:
-    from pipeline.common.duck import connect
+# one name per number: the report and docs/analyst-guide.md use these words for these columns
+EXPERIMENT_COLUMNS = (
+    "experiment", "attempts", "failed attempts", "marginal", "fully loaded",
+    "failed attempts' cost (fully loaded)", "experiment-only cost (fully loaded)",
+)  # fmt: skip
 
-    con = connect(database, read_only=True)
+
+def _print_run_summary(database: Path, run_id: str) -> None:
+    from pipeline.cli.tables import Column, print_table
+    from pipeline.warehouse.access import open_snapshot
+
+    con = open_snapshot(database)
     try:
         experiments = con.execute(
             "select experiment_id, attempts, failed_attempts, "
             "max(effective_cost) filter (where allocation_model = 'marginal') as marginal, "
             "max(effective_cost) filter (where allocation_model = 'fully_loaded') as loaded, "
-            "max(failed_attempt_cost) filter (where allocation_model = 'marginal') as failed, "
-            "max(experiment_only_cost) filter (where allocation_model = 'marginal') as only "
+            "max(failed_attempt_cost) filter (where allocation_model = 'fully_loaded') as failed, "
+            "max(experiment_only_cost) filter (where allocation_model = 'fully_loaded') as only "
             "from marts.experiment_costs group by all order by experiment_id"
         ).fetchall()
         reconciliation = con.execute(
@@ -145,20 +154,17 @@ def _print_run_summary(database: Path, run_id: str) -> None:
         ).fetchall()
     finally:
         con.close()
-    table = Table(title=f"Experiment costs (effective cost basis), run {run_id}")
-    table.add_column("experiment", no_wrap=True)
-    for name in ("attempts", "failed", "marginal", "fully loaded", "failed cost", "exp. only"):
-        table.add_column(name, justify="right")
-    for row in experiments:
-        table.add_row(*(_cell(value) for value in row))
-    console.print(table)
-    recon = Table(title="Reconciliation to the bill (effective cost, fully loaded)")
-    for name in ("period", "currency", "bill", "attributed", "shared", "unallocated", "diff."):
-        recon.add_column(name, justify="left" if name in ("period", "currency") else "right")
-    for row in reconciliation:
-        recon.add_row(*(_cell(value) for value in row))
-    console.print(recon)
-    console.print(f"published: {database}")
+    print_table(
+        f"Experiment costs, run {run_id} (effective cost, rounded to the cent)",
+        [Column(name, numeric=name != "experiment") for name in EXPERIMENT_COLUMNS],
+        [[_cell(value) for value in row] for row in experiments],
+    )
+    names = ("period", "currency", "bill", "attributed", "shared", "unallocated", "difference")
+    print_table(
+        "Reconciliation to the bill (effective cost, fully loaded)",
+        [Column(name, numeric=name not in ("period", "currency")) for name in names],
+        [[_cell(value) for value in row] for row in reconciliation],
+    )
 
 
 from pipeline.cli.status import status  # noqa: E402

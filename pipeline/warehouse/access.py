@@ -14,7 +14,7 @@ from sqlglot import exp
 from pipeline.common.duck import connect
 from pipeline.common.errors import RuncostError
 from pipeline.config.loader import load_config
-from pipeline.warehouse.snapshots import DATABASE_NAME
+from pipeline.warehouse.snapshots import DATABASE_NAME, reader_settings
 
 READ_STATEMENTS = "select, with, from, values, pivot, unpivot, describe, show, summarize, explain"
 # Statement kinds a read can be made of. Anything else, and any of _WRITES anywhere inside one,
@@ -39,6 +39,17 @@ class QueryRefused(RuncostError):
     exit_code = 2
 
 
+class InvalidQuery(RuncostError):
+    """A query DuckDB cannot parse: a bad query, exit 1 (docs/operations.md)."""
+
+
+# the duckdb shell, for what runcost sql does not run; the package is on PyPI
+SHELL_HINT = (
+    "for anything else use the duckdb shell (pip install duckdb-cli), from the warehouse folder: "
+    "duckdb -readonly runcost.duckdb"
+)
+
+
 def published_database(config_path: Path | None = None, database: Path | None = None) -> Path:
     """The database to read: the one given, or runcost.duckdb in the configured warehouse."""
     if database is None:
@@ -51,7 +62,7 @@ def published_database(config_path: Path | None = None, database: Path | None = 
 def open_snapshot(database: Path) -> duckdb.DuckDBPyConnection:
     """Open a published database read-only, in UTC, with its settings locked."""
     try:
-        con = connect(database, read_only=True)
+        con = connect(database, read_only=True, settings=reader_settings(database))
     except duckdb.Error as error:
         raise RuncostError(f"{database}: cannot be opened read-only: {error}") from error
     # a query cannot turn settings back on (external access, extensions, time zone)
@@ -64,6 +75,7 @@ def check_read_only(sql: str) -> str:
     first_word = _first_word(sql)
     if first_word in _WRITE_KEYWORDS:
         raise QueryRefused(_refusal(first_word))
+    check_syntax(sql)
     try:
         with _quiet_sqlglot():
             parsed = sqlglot.parse(sql, dialect="duckdb")
@@ -72,8 +84,7 @@ def check_read_only(sql: str) -> str:
         first = str(error).splitlines()[0]
         raise QueryRefused(
             f"the query could not be checked to be read-only ({first}); runcost sql runs "
-            f"{READ_STATEMENTS} statements. For anything else open the snapshot yourself: "
-            "duckdb -readonly warehouse/runcost.duckdb"
+            f"{READ_STATEMENTS} statements; {SHELL_HINT}"
         ) from error
     if not statements:
         raise QueryRefused("the query is empty; pass a statement such as select 1")
@@ -83,6 +94,24 @@ def check_read_only(sql: str) -> str:
         )
     _refuse_writes(statements[0])
     return sql
+
+
+def check_syntax(sql: str) -> None:
+    """Raise InvalidQuery with DuckDB's own parser message when DuckDB cannot parse ``sql``."""
+    con = connect()
+    try:
+        con.extract_statements(sql)
+    except duckdb.ParserException as error:
+        lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+        where = next((line for line in lines if line.startswith("LINE ")), "")
+        raise InvalidQuery(
+            f"the query is not valid SQL: {lines[0] if lines else error}"
+            + (f" ({where})" if where else "")
+            + "; fix it and run again, for example: "
+            'runcost sql "select * from marts.attempt_costs limit 5"'
+        ) from error
+    finally:
+        con.close()
 
 
 def _refuse_writes(statement: exp.Expression) -> None:

@@ -20,6 +20,7 @@ from pipeline.config.loader import load_config
 from pipeline.report import data, write_report
 from pipeline.scenario import write_scenario
 from pipeline.warehouse.access import open_snapshot
+from pipeline.warehouse.snapshots import open_database
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_FLAGS = (
@@ -86,6 +87,8 @@ def enriched(database: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A copy of the snapshot with stand-ins for the optional marts it does not publish yet."""
     copy = tmp_path_factory.mktemp("enriched") / "runcost.duckdb"
     shutil.copy(database, copy)
+    # the views name the snapshot relative to the database: the copy reads the same snapshot
+    (copy.parent / "snapshots").symlink_to(database.parent / "snapshots")
     missing = {"tag-coverage", "cost-quality"} - optional_charts(database)
     con = duckdb.connect(str(copy))
     try:
@@ -291,7 +294,7 @@ def test_charts_render_in_chromium(
     assert int(parsed.charts["spend-by-kind-USD"]["data-marks-drawn"]) >= 31
     # one bar segment per (experiment, attempt status) with cost, read from the same database
     source = enriched if which != "scenario" else database
-    with duckdb.connect(str(source), read_only=True) as con:
+    with open_database(source) as con:
         segments = con.execute(
             "select count(*) from (select experiment_id, status from marts.attempt_costs "
             "where allocation_model = 'fully_loaded' group by all having sum(effective_cost) <> 0)"

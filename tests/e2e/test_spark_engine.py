@@ -19,6 +19,7 @@ from pipeline.config.loader import load_config
 from pipeline.dag.engines.transpile import to_spark
 from pipeline.run.nightly import run_pipeline
 from pipeline.scenario import write_scenario
+from pipeline.warehouse.snapshots import open_database
 
 pytest.importorskip("pyspark", reason="the Spark engine needs the spark extra")
 if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
@@ -133,7 +134,7 @@ def test_gcp_world_gives_the_same_tables_on_both_engines(tmp_path: Path) -> None
     from pipeline.scenario.gcp_scenario import write_gcp_scenario
 
     duckdb_run = _same_tables_on_both_engines(write_gcp_scenario(tmp_path / "world"))
-    con = duckdb.connect(str(duckdb_run.database), read_only=True)
+    con = open_database(duckdb_run.database)
     gcp = con.execute("select count(*) from normalized.cost_lines where provider = 'gcp'")
     assert gcp.fetchone()[0] > 0
 
@@ -144,7 +145,7 @@ def test_focus_world_gives_the_same_tables_on_both_engines(tmp_path: Path) -> No
     from focus_world import write_focus_world
 
     duckdb_run = _same_tables_on_both_engines(write_focus_world(tmp_path / "world"))
-    con = duckdb.connect(str(duckdb_run.database), read_only=True)
+    con = open_database(duckdb_run.database)
     assert con.execute("select count(*) from normalized.focus").fetchone()[0] > 0
 
 
@@ -168,8 +169,8 @@ def _same_tables_on_both_engines(config_file: Path) -> Any:
     assert spark_run.row_counts == duckdb_run.row_counts
     manifest = json.loads(spark_run.manifest.read_text(encoding="utf-8"))
     assert set(manifest["checks"].values()) == {"passed"}
-    left = duckdb.connect(str(duckdb_run.database), read_only=True)
-    right = duckdb.connect(str(spark_run.database), read_only=True)
+    left = open_database(duckdb_run.database)
+    right = open_database(spark_run.database)
     for table in duckdb_run.row_counts:
         columns = left.execute(f"describe {table}").fetchall()
         assert right.execute(f"describe {table}").fetchall() == columns, table
