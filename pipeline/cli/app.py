@@ -18,7 +18,8 @@ from pipeline.cli.common import (
     errors,
     reports_errors,
 )
-from pipeline.config.loader import load_config
+from pipeline.common.errors import RuncostError
+from pipeline.config.loader import DEFAULT_CONFIG_NAME, load_config
 
 
 def _setup_logging(log_format: str) -> None:
@@ -81,35 +82,59 @@ def run(config_path: Path | None) -> None:
     print_summary(terminal(), result)
 
 
+force_option = click.option(
+    "--force", is_flag=True, help="Overwrite the runcost.toml (and scenario files) in DIRECTORY."
+)
+
+
 @main.command()
 @click.argument("directory", required=False, type=click.Path(file_okay=False, path_type=Path))
 @click.option("--seed", default=7, show_default=True, help="Seed of the scenario generator.")
+@force_option
 @reports_errors
-def demo(directory: Path | None, seed: int) -> None:
+def demo(directory: Path | None, seed: int, force: bool) -> None:
     """Write the bundled scenario into DIRECTORY (default ./runcost-demo), run it, show costs."""
     from pipeline.run.nightly import run_pipeline
     from pipeline.scenario import write_scenario
 
     target = directory or Path("runcost-demo")
+    _refuse_overwrite(target, force)
     config_file = write_scenario(target, seed=seed)
     result = run_pipeline(load_config(config_file), progress=_progress)
     _print_run_summary(result.database, result.run_id)
-    console.print(
-        f'\nQuery it: runcost sql --config {config_file} "select * from marts.attempt_costs"'
+    hints = (
+        f"\nQuery it (from {target}, or add --config {config_file}):",
+        f"  cd {target}",
+        '  runcost sql "select * from marts.attempt_costs"',
+        "  runcost report --output runcost-report.html",
+        "Open it in any DuckDB 1.1 or later (pip install duckdb-cli), from the warehouse folder:",
+        f"  cd {result.database.parent} && duckdb -readonly {result.database.name}",
     )
-    console.print(f"or: duckdb {result.database}")
+    for line in hints:
+        console.print(line, highlight=False, markup=False, soft_wrap=True)
 
 
 @main.command()
 @click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
 @click.option("--seed", default=7, show_default=True, help="Seed of the scenario generator.")
+@force_option
 @reports_errors
-def scenario(directory: Path, seed: int) -> None:
+def scenario(directory: Path, seed: int, force: bool) -> None:
     """Write a small consistent world (CUR 2.0 export, telemetry, ground truth) to DIRECTORY."""
     from pipeline.scenario import write_scenario
 
+    _refuse_overwrite(directory, force)
     config_file = write_scenario(directory, seed=seed)
-    console.print(f"wrote {directory} (configuration: {config_file})")
+    console.print(f"wrote {directory} (configuration: {config_file})", soft_wrap=True)
+
+
+def _refuse_overwrite(directory: Path, force: bool) -> None:
+    existing = directory / DEFAULT_CONFIG_NAME
+    if existing.exists() and not force:
+        raise RuncostError(
+            f"{existing} exists: the scenario would overwrite it; pick another DIRECTORY, or "
+            "add --force to overwrite it"
+        )
 
 
 def _cell(value: Any) -> str:

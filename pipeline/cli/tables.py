@@ -92,10 +92,7 @@ def _print_records(
     out: Console, title: str, columns: Sequence[Column], cells: Sequence[Sequence[str]]
 ) -> None:
     width = max((len(column.name) for column in columns), default=0)
-    out.print(
-        Text(f"{title}: one block per row (a table would be wider than {out.width} columns)"),
-        soft_wrap=True,
-    )
+    out.print(Text(f"{title}: one block per row (a table would be wider than {out.width} columns)"))
     for row in cells:
         out.print()
         for column, cell in zip(columns, row, strict=True):

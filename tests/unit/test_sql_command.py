@@ -294,3 +294,32 @@ def test_guide_accepted_result_query_judges_the_quality_bar(database: Path, tmp_
         "where allocation_model = 'fully_loaded'",
     )
     assert row["total_cost"] == total
+
+
+@pytest.mark.parametrize(
+    ("statement", "message"),
+    [
+        (
+            "selet * from marts.attempt_costs",
+            'error: the query is not valid SQL: Parser Error: syntax error at or near "selet" '
+            "(LINE 1: selet * from marts.attempt_costs)",
+        ),
+        ("select 1 +", 'Parser Error: syntax error at or near "+"'),
+    ],
+)
+def test_a_typo_is_duckdbs_parser_message_and_exit_1(
+    database: Path, statement: str, message: str
+) -> None:
+    result = runcost_sql(database, statement)
+    assert result.exit_code == 1, result.output
+    assert message in " ".join(result.output.split())
+    assert "Required keyword" not in result.output  # not sqlglot's internals
+    assert "duckdb -readonly warehouse" not in result.output
+
+
+def test_a_query_on_a_missing_table_exits_1(database: Path) -> None:
+    result = runcost_sql(database, "select * from marts.no_such_table")
+    assert result.exit_code == 1, result.output
+    assert "error: query failed: Catalog Error: Table with name no_such_table" in " ".join(
+        result.output.split()
+    )
