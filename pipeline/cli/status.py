@@ -159,6 +159,7 @@ def print_summary(console: Console, result: RunResult) -> None:
             f"no change: the inputs give the content of snapshot {manifest.get('unchanged_from')}, "
             "which stays current",
             highlight=False,
+            soft_wrap=True,
         )
         return
     names = ("period", "currency", "billed", "effective", "list", "net", "lines")
