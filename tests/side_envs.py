@@ -40,9 +40,15 @@ def side_python(name: str, requirement: str) -> Path:
     return python
 
 
-def run_python(python: Path, script: str, *args: str, cwd: Path | None = None) -> str:
-    """Run ``script`` in the side environment; return its standard output."""
-    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+def run_python(
+    python: Path,
+    script: str,
+    *args: str,
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
+) -> str:
+    """Run ``script`` in the side environment (plus ``env``); return its standard output."""
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"} | (env or {})
     done = subprocess.run(
         [str(python), "-c", script, *args],
         capture_output=True,
