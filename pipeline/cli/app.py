@@ -90,16 +90,23 @@ force_option = click.option(
 @main.command()
 @click.argument("directory", required=False, type=click.Path(file_okay=False, path_type=Path))
 @click.option("--seed", default=7, show_default=True, help="Seed of the scenario generator.")
+@click.option(
+    "--world",
+    type=click.Choice(["aws", "aws-csv", "gcp"]),
+    default="aws",
+    show_default=True,
+    help="Which bundled world: a CUR 2.0 Parquet export, the same as gzip CSV, or a GCP export.",
+)
 @force_option
 @reports_errors
-def demo(directory: Path | None, seed: int, force: bool) -> None:
+def demo(directory: Path | None, seed: int, world: str, force: bool) -> None:
     """Write the bundled scenario into DIRECTORY (default ./runcost-demo), run it, show costs."""
     from pipeline.run.nightly import run_pipeline
-    from pipeline.scenario import write_scenario
+    from pipeline.scenario.worlds import write_world
 
     target = directory or Path("runcost-demo")
     _refuse_overwrite(target, force)
-    config_file = write_scenario(target, seed=seed)
+    config_file = write_world(world, target, seed=seed)
     result = run_pipeline(load_config(config_file), progress=_progress)
     _print_run_summary(result.database, result.run_id)
     hints = (
@@ -117,14 +124,21 @@ def demo(directory: Path | None, seed: int, force: bool) -> None:
 @main.command()
 @click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
 @click.option("--seed", default=7, show_default=True, help="Seed of the scenario generator.")
+@click.option(
+    "--world",
+    type=click.Choice(["aws", "aws-csv", "gcp"]),
+    default="aws",
+    show_default=True,
+    help="Which bundled world: a CUR 2.0 Parquet export, the same as gzip CSV, or a GCP export.",
+)
 @force_option
 @reports_errors
-def scenario(directory: Path, seed: int, force: bool) -> None:
-    """Write a small consistent world (CUR 2.0 export, telemetry, ground truth) to DIRECTORY."""
-    from pipeline.scenario import write_scenario
+def scenario(directory: Path, seed: int, world: str, force: bool) -> None:
+    """Write a small consistent world (billing export, telemetry, ground truth) to DIRECTORY."""
+    from pipeline.scenario.worlds import write_world
 
     _refuse_overwrite(directory, force)
-    config_file = write_scenario(directory, seed=seed)
+    config_file = write_world(world, directory, seed=seed)
     console.print(f"wrote {directory} (configuration: {config_file})", soft_wrap=True)
 
 

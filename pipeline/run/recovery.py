@@ -7,6 +7,7 @@ import logging
 import shutil
 from pathlib import Path
 
+from pipeline.run.manifest import write_manifest
 from pipeline.warehouse.snapshots import current_snapshot, discard_snapshot, recover
 
 log = logging.getLogger("runcost")
@@ -45,12 +46,3 @@ def recover_dead_runs(warehouse: Path) -> None:
         write_manifest(run_dir, manifest)
     for path in removed:
         log.info("removed %s left by a run that died", path, extra={"stage": "recover"})
-
-
-def write_manifest(run_dir: Path, manifest: dict) -> Path:
-    """Write a run's manifest.json atomically (readers see the old or the new one)."""
-    path = run_dir / "manifest.json"
-    temporary = run_dir / ".manifest.json.tmp"
-    temporary.write_text(json.dumps(manifest, indent=2, default=str) + "\n", encoding="utf-8")
-    temporary.replace(path)
-    return path

@@ -5,7 +5,10 @@
 -- late_rows (the bill reached hours it did not cover, with no estimate replaced),
 -- new_telemetry (the attempt is new, its telemetry changed, or a running attempt's estimate grew),
 -- config_changed (the settings that change results differ), estimate_replaced (estimated hours are
--- billed now). Before the first publish every attempt and experiment is listed as new_telemetry.
+-- billed now). An experiment also takes restated_delivery (or late_rows, if no delivery was
+-- replaced) when the lines placed on it and no attempt moved, such as a tax line tagged to it; an
+-- attempt does when only its estimate's price from the bill moved.
+-- Before the first publish every attempt and experiment is listed as new_telemetry.
 with attempt_costs as (
     select * from marts.attempt_costs
 ),
@@ -87,7 +90,9 @@ period_changes as (
         billing_periods.provider,
         billing_periods.billing_account_id,
         billing_periods.billing_period,
-        previous_billing_periods.last_charge_period_end as previous_billed_until,
+        -- how far the previous bill's usage reached (snapshots from before usage_until: its last line)
+        coalesce(previous_billing_periods.usage_until, previous_billing_periods.last_charge_period_end)
+            as previous_billed_until,
         previous_billing_periods.billing_period is not null
         and billing_periods.source_deliveries <> previous_billing_periods.source_deliveries as delivery_replaced
     from billing_periods
@@ -216,26 +221,45 @@ attempt_flags as (
     left join telemetry_changes on attempt_pairs.attempt_id = telemetry_changes.attempt_id
 ),
 
-attempt_reasons as (
+attempt_repricing as (
+    -- the estimate shrank with no hours billed and no telemetry or config change: the bill's list
+    -- price for the instance type moved (price_source billing)
     select
         attempt_flags.*,
-        attempt_flags.has_previous and attempt_flags.billed_hours_changed
-        and attempt_flags.any_delivery_replaced as restated_delivery,
-        attempt_flags.has_previous and attempt_flags.late_billed <> 0
-        and not attempt_flags.estimate_replaced as late_rows,
-        not attempt_flags.has_previous
-        or not attempt_flags.in_previous
-        or not attempt_flags.in_current
-        or attempt_flags.telemetry_changed
-        or coalesce(attempt_flags.unbilled_estimate, 0) > attempt_flags.previous_unbilled_estimate
-        or (
-            attempt_flags.billed_hours_changed
-            and not attempt_flags.any_delivery_replaced
-            and not attempt_flags.config_changed
-        ) as new_telemetry,
-        attempt_flags.config_changed as config_changed_reason,
-        attempt_flags.has_previous and attempt_flags.estimate_replaced as estimate_replaced_reason
+        attempt_flags.has_previous
+        and attempt_flags.in_previous
+        and attempt_flags.in_current
+        and coalesce(attempt_flags.unbilled_estimate, 0) < attempt_flags.previous_unbilled_estimate
+        and not attempt_flags.estimate_replaced
+        and not attempt_flags.telemetry_changed
+        and not attempt_flags.config_changed as estimate_repriced
     from attempt_flags
+),
+
+attempt_reasons as (
+    select
+        attempt_repricing.*,
+        attempt_repricing.has_previous
+        and attempt_repricing.any_delivery_replaced
+        and (attempt_repricing.billed_hours_changed or attempt_repricing.estimate_repriced) as restated_delivery,
+        attempt_repricing.has_previous
+        and (
+            (attempt_repricing.late_billed <> 0 and not attempt_repricing.estimate_replaced)
+            or (attempt_repricing.estimate_repriced and not attempt_repricing.any_delivery_replaced)
+        ) as late_rows,
+        not attempt_repricing.has_previous
+        or not attempt_repricing.in_previous
+        or not attempt_repricing.in_current
+        or attempt_repricing.telemetry_changed
+        or coalesce(attempt_repricing.unbilled_estimate, 0) > attempt_repricing.previous_unbilled_estimate
+        or (
+            attempt_repricing.billed_hours_changed
+            and not attempt_repricing.any_delivery_replaced
+            and not attempt_repricing.config_changed
+        ) as new_telemetry,
+        attempt_repricing.config_changed as config_changed_reason,
+        attempt_repricing.has_previous and attempt_repricing.estimate_replaced as estimate_replaced_reason
+    from attempt_repricing
 ),
 
 experiment_reasons as (
@@ -247,7 +271,9 @@ experiment_reasons as (
         max(case when attempt_reasons.late_rows and attempt_reasons.total_changed then 1 else 0 end) as late_rows,
         max(case when attempt_reasons.new_telemetry and attempt_reasons.total_changed then 1 else 0 end)
             as new_telemetry,
-        max(case when attempt_reasons.estimate_replaced_reason then 1 else 0 end) as estimate_replaced
+        max(case when attempt_reasons.estimate_replaced_reason then 1 else 0 end) as estimate_replaced,
+        sum(coalesce(attempt_reasons.billed_cost, 0)) as attempts_billed_cost,
+        sum(coalesce(attempt_reasons.previous_billed_cost, 0)) as previous_attempts_billed_cost
     from attempt_reasons
     group by attempt_reasons.experiment_id, attempt_reasons.allocation_model
 ),
@@ -275,29 +301,53 @@ experiment_pairs as (
             and experiment_costs.allocation_model = previous_experiment_costs.allocation_model
 ),
 
-experiment_flags as (
+experiment_lines as (
+    -- lines placed on the experiment and no attempt (tagged to it): the bill's part beside its attempts
     select
         experiment_pairs.*,
-        snapshot_state.previous_run_id,
-        snapshot_state.has_previous,
-        coalesce(experiment_pairs.billed_cost, 0) + coalesce(experiment_pairs.unbilled_estimate, 0)
-        <> coalesce(experiment_pairs.previous_billed_cost, 0) + experiment_pairs.previous_unbilled_estimate
-            as total_changed,
-        snapshot_state.has_previous and coalesce(experiment_reasons.restated_delivery, 0) = 1 as restated_delivery,
-        snapshot_state.has_previous and coalesce(experiment_reasons.late_rows, 0) = 1 as late_rows,
-        not snapshot_state.has_previous
-        or not experiment_pairs.in_previous
-        or not experiment_pairs.in_current
-        or coalesce(experiment_reasons.new_telemetry, 0) = 1 as new_telemetry,
-        snapshot_state.config_changed as config_changed_reason,
-        snapshot_state.has_previous and coalesce(experiment_reasons.estimate_replaced, 0) = 1
-            as estimate_replaced_reason
+        coalesce(experiment_pairs.billed_cost, 0) - coalesce(experiment_reasons.attempts_billed_cost, 0)
+        <> coalesce(experiment_pairs.previous_billed_cost, 0)
+        - coalesce(experiment_reasons.previous_attempts_billed_cost, 0) as experiment_lines_changed
     from experiment_pairs
-    cross join snapshot_state
     left join experiment_reasons
         on
             experiment_pairs.experiment_id = experiment_reasons.experiment_id
             and experiment_pairs.allocation_model = experiment_reasons.allocation_model
+),
+
+experiment_flags as (
+    select
+        experiment_lines.*,
+        snapshot_state.previous_run_id,
+        snapshot_state.has_previous,
+        coalesce(experiment_lines.billed_cost, 0) + coalesce(experiment_lines.unbilled_estimate, 0)
+        <> coalesce(experiment_lines.previous_billed_cost, 0) + experiment_lines.previous_unbilled_estimate
+            as total_changed,
+        -- the experiment's own lines moved: a replaced delivery restated them, else they are new rows
+        snapshot_state.has_previous
+        and (
+            coalesce(experiment_reasons.restated_delivery, 0) = 1
+            or (experiment_lines.experiment_lines_changed and global_changes.any_delivery_replaced)
+        ) as restated_delivery,
+        snapshot_state.has_previous
+        and (
+            coalesce(experiment_reasons.late_rows, 0) = 1
+            or (experiment_lines.experiment_lines_changed and not global_changes.any_delivery_replaced)
+        ) as late_rows,
+        not snapshot_state.has_previous
+        or not experiment_lines.in_previous
+        or not experiment_lines.in_current
+        or coalesce(experiment_reasons.new_telemetry, 0) = 1 as new_telemetry,
+        snapshot_state.config_changed as config_changed_reason,
+        snapshot_state.has_previous and coalesce(experiment_reasons.estimate_replaced, 0) = 1
+            as estimate_replaced_reason
+    from experiment_lines
+    cross join snapshot_state
+    cross join global_changes
+    left join experiment_reasons
+        on
+            experiment_lines.experiment_id = experiment_reasons.experiment_id
+            and experiment_lines.allocation_model = experiment_reasons.allocation_model
 ),
 
 changes as (

@@ -1,10 +1,12 @@
--- Attempt-hours the bill does not cover yet, priced: hours held x the hourly list price.
+-- Attempt-hours the bill does not cover yet, priced: seconds held x the hourly price / 3600.
 -- grain: one row per (attempt_id, resource_id, estimate_start)
--- Estimated hours start where the bill stops (the later of the resource's and the account's last
--- charge_period_end) and end at the earlier of the attempt's end and the run clock: telemetry ahead
--- of the clock is never estimated. The price is config.estimate_prices, else the list price per
--- hour the bill shows for the instance type and region. Only instances (resource_kind naming an
--- instance, node, vm or host, or an i- id) are estimated; disks and transfer wait for the bill.
+-- Estimated time starts where the bill's usage stops (the later of the resource's and the account's
+-- usage_until in normalized.usage_horizons: month-long tax, credit and fee lines do not count) and
+-- ends at the earlier of the attempt's end and the run clock: telemetry ahead of the clock is never
+-- estimated. The price is config.estimate_prices, else the list price per hour the bill shows for
+-- the instance type and region. Only instances (resource_kind naming an instance, node, vm or host,
+-- or an i- id) are estimated; disks and transfer wait for the bill. Money is exact: microseconds
+-- held x price in units of 1e-10, divided by 3600 s once and rounded half up once.
 with attempts as (
     select * from staging.attempts
 ),
@@ -17,6 +19,10 @@ cost_lines as (
     select * from normalized.cost_lines
 ),
 
+usage_horizons as (
+    select * from normalized.usage_horizons
+),
+
 estimate_prices as (
     select * from config.estimate_prices
 ),
@@ -27,20 +33,20 @@ run_clock as (
 
 resource_horizons as (
     select
-        cost_lines.resource_id,
-        max(cost_lines.charge_period_end) as billed_until
-    from cost_lines
-    where cost_lines.resource_id is not null
-    group by cost_lines.resource_id
+        usage_horizons.resource_id,
+        max(usage_horizons.usage_until) as billed_until
+    from usage_horizons
+    where usage_horizons.resource_id is not null
+    group by usage_horizons.resource_id
 ),
 
 account_horizons as (
     select
-        cost_lines.provider,
-        cost_lines.sub_account_id,
-        max(cost_lines.charge_period_end) as billed_until
-    from cost_lines
-    group by cost_lines.provider, cost_lines.sub_account_id
+        usage_horizons.provider,
+        usage_horizons.sub_account_id,
+        max(usage_horizons.usage_until) as billed_until
+    from usage_horizons
+    group by usage_horizons.provider, usage_horizons.sub_account_id
 ),
 
 billed_prices as (
@@ -109,7 +115,7 @@ windows as (
 unbilled as (
     select
         windows.*,
-        (epoch_us(windows.estimate_end) - epoch_us(windows.estimate_start)) / 3600000000.0 as estimated_hours
+        cast(epoch_us(windows.estimate_end) - epoch_us(windows.estimate_start) as hugeint) as estimated_us
     from windows
     where windows.estimate_end > windows.estimate_start
 ),
@@ -121,7 +127,7 @@ priced as (
             when estimate_prices.price_per_hour is not null then estimate_prices.price_per_hour
             when billed_prices.usage_seconds > 0
                 then cast(
-                    cast(billed_prices.list_cost / (billed_prices.usage_seconds / 3600.0) as varchar)
+                    cast(round(billed_prices.list_cost * 3600 / billed_prices.usage_seconds, 10) as varchar)
                     as decimal(38, 10)
                 )
         end as price_per_hour,
@@ -156,12 +162,23 @@ final as (
         priced.billed_until,
         priced.estimate_start,
         priced.estimate_end,
-        priced.estimated_hours,
+        cast(cast(priced.estimated_us as decimal(38, 0)) * cast(0.000001 as decimal(7, 6)) as decimal(38, 6))
+            as estimated_seconds,
+        -- hours and money: one division by 3600 s (3.6e9 us), rounded half up to 1e-10, once
+        cast(
+            cast((priced.estimated_us * 20000000000 + 3600000000) // 7200000000 as decimal(38, 0))
+            * cast(0.0000000001 as decimal(11, 10))
+            as decimal(38, 10)
+        ) as estimated_hours,
         priced.price_per_hour,
         priced.price_source,
         priced.billing_currency,
         cast(
-            cast(cast(priced.estimated_hours as varchar) as decimal(38, 10)) * priced.price_per_hour
+            cast(
+                (cast(priced.price_per_hour * 10000000000 as hugeint) * priced.estimated_us * 2 + 3600000000)
+                // 7200000000 as decimal(38, 0)
+            )
+            * cast(0.0000000001 as decimal(11, 10))
             as decimal(38, 10)
         ) as estimated_cost,
         'estimated' as cost_status

@@ -71,8 +71,8 @@ new_windows as (
         newly_replaced.resource_id,
         newly_replaced.window_start,
         newly_replaced.window_end,
-        (epoch_us(newly_replaced.window_end) - epoch_us(newly_replaced.window_start)) / 3600000000.0
-            as estimated_hours,
+        cast(epoch_us(newly_replaced.window_end) - epoch_us(newly_replaced.window_start) as hugeint)
+            as estimated_us,
         newly_replaced.price_per_hour,
         newly_replaced.billing_currency,
         newly_replaced.replaced_since_previous
@@ -86,9 +86,21 @@ windows as (
         new_windows.resource_id,
         new_windows.window_start,
         new_windows.window_end,
-        new_windows.estimated_hours,
+        -- as marts.cost_estimates: one division by 3600 s (3.6e9 us), rounded half up to 1e-10, once
         cast(
-            cast(cast(new_windows.estimated_hours as varchar) as decimal(38, 10)) * new_windows.price_per_hour
+            cast((new_windows.estimated_us * 20000000000 + 3600000000) // 7200000000 as decimal(38, 0))
+            * cast(0.0000000001 as decimal(11, 10))
+            as decimal(38, 10)
+        ) as estimated_hours,
+        cast(
+            cast(
+                (
+                    cast(new_windows.price_per_hour * 10000000000 as hugeint) * new_windows.estimated_us * 2
+                    + 3600000000
+                )
+                // 7200000000 as decimal(38, 0)
+            )
+            * cast(0.0000000001 as decimal(11, 10))
             as decimal(38, 10)
         ) as estimated_cost,
         new_windows.billing_currency,
@@ -100,7 +112,7 @@ windows as (
         previous_errors.resource_id,
         previous_errors.window_start,
         previous_errors.window_end,
-        previous_errors.estimated_hours,
+        cast(previous_errors.estimated_hours as decimal(38, 10)) as estimated_hours,
         previous_errors.estimated_cost,
         previous_errors.billing_currency,
         false as replaced_since_previous

@@ -3,9 +3,14 @@
 -- AWS CUR: final when every line carries bill_invoice_id; otherwise open until the period ends,
 -- then provisional. GCP (billing_period is the invoice month): final once the month has ended and
 -- no delivery arrived for config.periods.gcp_settle_days days; before that the same as AWS.
--- Join any cost row to it on (provider, billing_account_id, billing_period).
+-- Join any cost row to it on (provider, billing_account_id, billing_period). usage_until is how far
+-- its usage lines reach (normalized.usage_horizons); last_charge_period_end counts month-long lines too.
 with cost_lines as (
     select * from normalized.cost_lines
+),
+
+usage_horizons as (
+    select * from normalized.usage_horizons
 ),
 
 billing_deliveries as (
@@ -53,6 +58,16 @@ period_arrivals as (
     group by line_deliveries.provider, line_deliveries.billing_account_id, line_deliveries.billing_period
 ),
 
+period_usage as (
+    select
+        usage_horizons.provider,
+        usage_horizons.billing_account_id,
+        usage_horizons.billing_period,
+        max(usage_horizons.usage_until) as usage_until
+    from usage_horizons
+    group by usage_horizons.provider, usage_horizons.billing_account_id, usage_horizons.billing_period
+),
+
 period_lines as (
     select
         cost_lines.provider,
@@ -76,6 +91,7 @@ statuses as (
         period_lines.*,
         period_arrivals.source_deliveries,
         period_arrivals.last_delivered_at,
+        period_usage.usage_until,
         case
             when
                 period_lines.provider = 'gcp'
@@ -103,6 +119,11 @@ statuses as (
             period_lines.provider = period_arrivals.provider
             and period_lines.billing_account_id is not distinct from period_arrivals.billing_account_id
             and period_lines.billing_period = period_arrivals.billing_period
+    left join period_usage
+        on
+            period_lines.provider = period_usage.provider
+            and period_lines.billing_account_id is not distinct from period_usage.billing_account_id
+            and period_lines.billing_period = period_usage.billing_period
 ),
 
 final as (
@@ -121,6 +142,7 @@ final as (
         statuses.invoices,
         statuses.first_charge_period_start,
         statuses.last_charge_period_end,
+        statuses.usage_until,
         statuses.source_deliveries,
         statuses.last_delivered_at,
         cast(statuses.billed_cost as decimal(38, 10)) as billed_cost

@@ -90,3 +90,24 @@ def test_a_second_run_on_unchanged_inputs_publishes_nothing(tmp_path: Path) -> N
     assert records[0]["content_hash"] == records[1]["content_hash"]
     assert records[1]["content_hashes"] == first.content_hashes
     assert set(records[1]["stage_seconds"]) == {"ingest", "telemetry", "build", "checks", "publish"}
+
+
+def test_manifest_record_leaves_out_what_the_run_did_not_reach(tmp_path: Path) -> None:
+    from pipeline.run.manifest import RunManifest
+
+    manifest = RunManifest("r1", "0.1.0", None, "fp", "ch", "2026-11-05T00:00:00+00:00")
+    written = json.loads(manifest.write(tmp_path).read_text(encoding="utf-8"))
+    assert written["status"] == "running" and written["pid"] > 0
+    assert "outputs" not in written and written["config_file"] is None
+    manifest.previous_snapshot = None  # reached, and there was none: written as null
+    manifest.finish("failed", {"ingest": 0.5}, error="InputError: bad", snapshot=None)
+    written = json.loads(manifest.write(tmp_path).read_text(encoding="utf-8"))
+    assert (written["status"], written["error"], written["stage_seconds"]) == (
+        "failed",
+        "InputError: bad",
+        {"ingest": 0.5},
+    )
+    assert "finished_at" in written and written["previous_snapshot"] is None
+    assert "snapshot" not in written
+    with pytest.raises(AttributeError, match="no field outptus"):
+        manifest.finish("published", {}, outptus={})

@@ -305,3 +305,25 @@ def test_split_gives_the_remainder_to_the_largest_slice() -> None:
     slices = split(Decimal("0.1"), [Fraction(1), Fraction(1), Fraction(1)])
     assert slices == [Decimal("0.0333333334"), Decimal("0.0333333333"), Decimal("0.0333333333")]
     assert sum(slices) == Decimal("0.1")
+
+
+@pytest.mark.parametrize(
+    ("world", "export"),
+    [
+        ("aws", "aws/exports/runcost-cur/data/BILLING_PERIOD=2026-10/*.parquet"),
+        ("aws-csv", "aws/exports/runcost-cur/data/BILLING_PERIOD=2026-10/*.csv.gz"),
+        ("gcp", "gcp/ndjson/*"),
+    ],
+)
+def test_scenario_command_writes_each_bundled_world(
+    tmp_path: Path, world: str, export: str
+) -> None:
+    from click.testing import CliRunner
+
+    from pipeline.cli import main
+
+    result = CliRunner().invoke(main, ["scenario", str(tmp_path / world), "--world", world])
+    assert result.exit_code == 0, result.output
+    assert sorted((tmp_path / world).glob(export)), f"no {export} in the {world} world"
+    assert (tmp_path / world / "runcost.toml").is_file()
+    assert (tmp_path / world / "expected" / "attempt_costs.csv").is_file()

@@ -1,0 +1,83 @@
+"""The run manifest (runs/<run_id>/manifest.json): what a run read, did and produced."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+
+def now_text() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+@dataclass
+class RunManifest:
+    """One run's record. Fields the run never reached are not written (a failed run has no
+    outputs); a field it set is written even when None (previous_snapshot: there was none)."""
+
+    run_id: str
+    runcost_version: str
+    config_file: str | None
+    config_fingerprint: str
+    config_hash: str
+    clock: str
+    started_at: str = field(default_factory=now_text)
+    status: str = "running"  # published, unchanged, failed, failed_checks (interrupted: recovery)
+    pid: int = field(default_factory=os.getpid)
+    inputs: dict[str, Any] | None = None
+    previous_snapshot: str | None = None
+    code_hash: str | None = None
+    model_seconds: dict[str, float] | None = None
+    checks: dict[str, str] | None = None
+    totals: list[dict[str, str]] | None = None
+    periods: list[dict[str, str]] | None = None
+    estimates: dict[str, object] | None = None
+    unchanged_from: str | None = None
+    catalog: str | None = None
+    error: str | None = None
+    finished_at: str | None = None
+    stage_seconds: dict[str, float] | None = None
+    outputs: dict[str, int] | None = None
+    content_hashes: dict[str, str] | None = None
+    content_hash: str | None = None
+    snapshot: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_reached", {"config_file"})
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        super().__setattr__(name, value)
+        if hasattr(self, "_reached"):
+            self._reached.add(name)
+
+    def finish(self, status: str, stage_seconds: dict[str, float], **fields: Any) -> None:
+        """Record how the run ended (and what it produced; None values are not recorded)."""
+        self.status, self.stage_seconds, self.finished_at = status, stage_seconds, now_text()
+        for name, value in fields.items():
+            if not hasattr(self, name):
+                raise AttributeError(f"RunManifest has no field {name}")
+            if value is not None:
+                setattr(self, name, value)
+
+    def record(self) -> dict[str, Any]:
+        return {
+            name: value
+            for name, value in asdict(self).items()
+            if value is not None or name in self._reached
+        }
+
+    def write(self, run_dir: Path) -> Path:
+        return write_manifest(run_dir, self.record())
+
+
+def write_manifest(run_dir: Path, manifest: dict[str, Any]) -> Path:
+    """Write a run's manifest.json atomically (readers see the old or the new one)."""
+    path = run_dir / "manifest.json"
+    temporary = run_dir / ".manifest.json.tmp"
+    temporary.write_text(json.dumps(manifest, indent=2, default=str) + "\n", encoding="utf-8")
+    temporary.replace(path)
+    return path

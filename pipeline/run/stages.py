@@ -1,0 +1,213 @@
+"""The stages of a nightly run, each a function that returns what it produced."""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+
+from pipeline.common.duck import connect
+from pipeline.config.loader import Config
+from pipeline.dag.build import BuildReport, build
+from pipeline.dag.engines.base import Engine
+from pipeline.dag.models import Model, published_views
+from pipeline.dag.pools import log_pool_warnings
+from pipeline.ingest.aws_cur2 import ingest_aws_exports
+from pipeline.ingest.focus_files import ingest_focus_files
+from pipeline.ingest.gcp_bigquery import ingest_gcp_tables
+from pipeline.ingest.gcp_files import ingest_gcp_files
+from pipeline.run.events import Events
+from pipeline.run.invoices import check_invoice_currencies
+from pipeline.run.record import (
+    HISTORY_TABLES,
+    delivery_record,
+    file_checksum,
+    note_clock_skew,
+    served_history,
+)
+from pipeline.run.sources import TELEMETRY_TABLES
+from pipeline.telemetry.adapters import read_sources
+from pipeline.telemetry.canonical import empty_table
+from pipeline.telemetry.files import load_telemetry
+from pipeline.telemetry.published import keep_published
+from pipeline.warehouse.publish import (
+    TableContent,
+    content_hashes,
+    publish,
+    table_contents,
+    view_contents,
+)
+from pipeline.warehouse.raw_store import Delivery
+from pipeline.warehouse.snapshots import unchanged_snapshot
+
+log = logging.getLogger("runcost")
+
+
+@dataclass(frozen=True)
+class Ingested:
+    """The current delivery of every billing source, and how the manifest records them."""
+
+    deliveries: list[Delivery]
+    record: dict[str, object]
+
+
+@dataclass(frozen=True)
+class Published:
+    """A new snapshot, or the current one kept because the content did not change."""
+
+    status: str  # "published" or "unchanged"
+    folder: Path
+    contents: list[TableContent]
+    hashes: dict[str, str]
+    unchanged_from: str | None = None
+
+
+def ingest(config: Config, events: Events) -> Ingested:
+    """Copy new deliveries of every configured billing source into raw/."""
+    sources = [
+        name
+        for name, used in (
+            ("AWS CUR 2.0 deliveries", config.aws_exports),
+            ("GCP export files", config.gcp.files),
+            ("GCP export partitions", config.gcp.tables),
+            ("FOCUS files", config.focus_sources),
+        )
+        if used
+    ]
+    events.start("ingest", ", ".join(sources) or "no billing source configured")
+    deliveries = [*ingest_aws_exports(config), *ingest_gcp_files(config)]
+    gcp = ingest_gcp_tables(config)  # nothing to do without gcp.tables
+    deliveries += [*gcp.deliveries, *ingest_focus_files(config)]
+    new = sum(item.new for item in deliveries)
+    events.done("ingest", f"{len(deliveries)} deliveries, {new} new")
+    record: dict[str, object] = {
+        "deliveries": [delivery_record(item) for item in deliveries],
+        "invoice_file": file_checksum(config.periods.invoice_file),
+    }
+    if config.gcp.tables:
+        record["gcp"] = gcp.manifest()
+    return Ingested(deliveries, record)
+
+
+def telemetry(config: Config, events: Events) -> dict[str, pa.Table]:
+    """The canonical telemetry tables, from files or the configured adapters."""
+    events.start("telemetry", "canonical tables")
+    if config.telemetry is None and not config.telemetry_sources:
+        log.warning(
+            "no [telemetry] path is configured: every cost line will be unallocated; "
+            "set telemetry.path to the folder holding attempts.csv",
+            extra={"stage": "telemetry"},
+        )
+        tables = {name: empty_table(name) for name in TELEMETRY_TABLES}
+    elif not config.telemetry_sources:
+        tables = load_telemetry(config.telemetry)
+    else:
+        tables = read_sources(config)
+    if config.telemetry_keep_published:
+        # a re-delivered file names the attempts it updates; the ones it leaves out stay
+        tables = keep_published(config.warehouse, tables)
+    events.done("telemetry", f"{sum(table.num_rows for table in tables.values())} rows")
+    return tables
+
+
+def open_build(path: Path, run_dir: Path, config: Config) -> duckdb.DuckDBPyConnection:
+    """The run's build database, spilling into run_dir/tmp, with the configured limits."""
+    settings: dict[str, str | int | bool] = {
+        "preserve_insertion_order": False,
+        "temp_directory": str(run_dir / "tmp"),
+    }
+    if config.threads:
+        settings["threads"] = int(config.threads)
+    if config.memory_limit:
+        settings["memory_limit"] = config.memory_limit
+    return connect(path, settings=settings)
+
+
+def build_models(engine: Engine, models: list[Model], events: Events) -> BuildReport:
+    """Build every model and run the checks, timing the build and checks stages apart."""
+    checks = [model for model in models if model.layer == "checks"]
+    events.start("build", "SQL models", total=len(models) - len(checks))
+    checking = False
+
+    def on_model(model: Model) -> None:
+        nonlocal checking
+        if model.layer == "checks" and not checking:
+            checking = True
+            events.start("checks", "invariants", total=len(checks))
+        events.step("checks" if model.layer == "checks" else "build", model.qualified)
+
+    report = build(engine, models, on_model=on_model)
+    # checks may interleave with models in dependency order: time each stage by its models
+    seconds = sum(value for name, value in report.seconds.items() if name.startswith("checks."))
+    built = len(report.seconds) - len(checks)
+    events.done("build", f"{built} models", sum(report.seconds.values()) - seconds)
+    if not checking:
+        events.start("checks", "invariants", total=0)
+    failed = len(report.check_failures)
+    events.done("checks", f"{len(checks) - failed} passed, {failed} failed", seconds)
+    return report
+
+
+def inspect_build(con: duckdb.DuckDBPyConnection, config: Config, clock: datetime) -> None:
+    """Warnings and bad input only the built tables show: overlapping or idle pools, an invoice
+    file in another currency than the bill (InputError), telemetry ahead of the clock."""
+    log_pool_warnings(con)
+    check_invoice_currencies(con, config.periods.invoice_file)
+    note_clock_skew(con, clock)
+
+
+def publish_snapshot(
+    con: duckdb.DuckDBPyConnection,
+    config: Config,
+    run_id: str,
+    models: list[Model],
+    events: Events,
+) -> Published:
+    """Publish the built tables as a new snapshot, unless they equal the current one."""
+    events.start("publish", "snapshot")
+    contents = table_contents(con)
+    views = view_contents(con, published_views(models))
+    hashes = content_hashes(contents, views)
+    same_as = unchanged_snapshot(config.warehouse, hashes, ignore=HISTORY_TABLES)
+    if same_as is None:
+        snapshot = publish(
+            con,
+            config.warehouse,
+            run_id,
+            contents,
+            checkpoint=events.checkpoint,
+            retention_days=config.periods.snapshot_retention_days,
+            views=views,
+        )
+        events.done("publish", f"snapshot {run_id} is current")
+        return Published("published", snapshot.folder, contents, hashes)
+    # same content as the current snapshot: keep it, so readers and history stay put
+    folder = config.warehouse / "snapshots" / same_as
+    log.info(
+        "no change: the content equals the current snapshot %s; nothing published",
+        same_as,
+        extra={"stage": "publish"},
+    )
+    hashes, contents = served_history(folder, hashes, contents)
+    events.done("publish", f"no change; snapshot {same_as} stays current")
+    return Published("unchanged", folder, contents, hashes, unchanged_from=same_as)
+
+
+def save_generated(run_dir: Path, models: list[Model]) -> None:
+    """Write the models generated from runcost.toml beside the run, to read what ran."""
+    folder = run_dir / "generated"
+    folder.mkdir(exist_ok=True)
+    for model in models:
+        if model.path is None:
+            (folder / f"{model.qualified}.sql").write_text(model.sql + "\n", encoding="utf-8")
+
+
+def discard_build(run_dir: Path, database_path: Path) -> None:
+    database_path.unlink(missing_ok=True)
+    Path(f"{database_path}.wal").unlink(missing_ok=True)
+    shutil.rmtree(run_dir / "tmp", ignore_errors=True)
