@@ -31,11 +31,15 @@ from pipeline.warehouse.snapshots import (
     write_current,
     write_durably,
 )
-from pipeline.warehouse.views import relative_path, write_views
+from pipeline.warehouse.views import (
+    PublishedView,
+    TableContent,
+    relative_path,
+    write_views,
+)
 
 PUBLISHED_SCHEMAS = ("config", "normalized", "attribution", "allocation", "marts")
 TELEMETRY_VIEWS = ("attempts", "attempt_resources", "attempt_events", "experiments")
-PARTITION_COLUMN = "billing_period"
 # up to this many billing periods, publish copies each one with a filter (see _copy_table)
 MAX_FILTERED_PARTITIONS = 4
 SAFE_PARTITION = re.compile(r"[0-9A-Za-z_-]+")
@@ -47,32 +51,6 @@ log = logging.getLogger("runcost")
 
 class PublishError(RuncostError):
     """The snapshot could not be written; the previous snapshot stays current."""
-
-
-@dataclass(frozen=True)
-class TableContent:
-    """One table to publish: where it is read from, its columns, rows and content hash."""
-
-    name: str
-    source: str
-    columns: tuple[tuple[str, str], ...]
-    rows: int
-    content_hash: str
-
-    @property
-    def partition_by(self) -> str | None:
-        names = [column for column, _ in self.columns]
-        return PARTITION_COLUMN if PARTITION_COLUMN in names and self.rows else None
-
-
-@dataclass(frozen=True)
-class PublishedView:
-    """A model published as a view: runcost.duckdb runs its SQL over the published tables."""
-
-    name: str
-    sql: str
-    columns: tuple[tuple[str, str], ...]
-    content_hash: str
 
 
 @dataclass(frozen=True)

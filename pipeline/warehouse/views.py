@@ -2,16 +2,41 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import duckdb
 
 from pipeline.common.duck import literal
 from pipeline.warehouse.snapshots import STORAGE_VERSION
 
-if TYPE_CHECKING:
-    from pipeline.warehouse.publish import PublishedView, TableContent
+PARTITION_COLUMN = "billing_period"
+
+
+@dataclass(frozen=True)
+class TableContent:
+    """One table to publish: where it is read from, its columns, rows and content hash."""
+
+    name: str
+    source: str
+    columns: tuple[tuple[str, str], ...]
+    rows: int
+    content_hash: str
+
+    @property
+    def partition_by(self) -> str | None:
+        names = [column for column, _ in self.columns]
+        return PARTITION_COLUMN if PARTITION_COLUMN in names and self.rows else None
+
+
+@dataclass(frozen=True)
+class PublishedView:
+    """A model published as a view: runcost.duckdb runs its SQL over the published tables."""
+
+    name: str
+    sql: str
+    columns: tuple[tuple[str, str], ...]
+    content_hash: str
 
 
 def relative_path(table: TableContent) -> Path:
