@@ -276,7 +276,9 @@ def test_runcost_diff_gives_every_change_a_reason(nights: dict[Any, Any]) -> Non
     from pipeline.cli.app import main
 
     config = str(nights["root"] / "runcost.toml")
-    result = CliRunner().invoke(main, ["diff", "--config", config, "--format", "csv"])
+    result = CliRunner().invoke(
+        main, ["diff", "--config", config, "--format", "csv", "--allocation-model", "marginal"]
+    )
     assert result.exit_code == 0, result.output
     rows = list(csv.DictReader(io.StringIO(result.output)))
     assert [(row["attempt_id"] or row["experiment_id"], row["reasons"]) for row in rows] == [
