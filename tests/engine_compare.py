@@ -13,6 +13,7 @@ import duckdb
 
 from pipeline.config.loader import load_config
 from pipeline.run.nightly import run_pipeline
+from pipeline.warehouse.snapshots import open_database
 
 # DOUBLE columns (shares, hours, ratios) may differ in the last bits: Spark's double -> decimal
 # cast and Java's exp() are not DuckDB's (docs/scale.md); money and everything else is exact
@@ -43,8 +44,8 @@ def assert_same_tables(duckdb_run: Any, spark_run: Any) -> None:
     assert spark_run.row_counts == duckdb_run.row_counts
     manifest = json.loads(spark_run.manifest.read_text(encoding="utf-8"))
     assert set(manifest["checks"].values()) == {"passed"}
-    left = duckdb.connect(str(duckdb_run.database), read_only=True)
-    right = duckdb.connect(str(spark_run.database), read_only=True)
+    left = open_database(duckdb_run.database)
+    right = open_database(spark_run.database)
     for table in duckdb_run.row_counts:
         columns = left.execute(f"describe {table}").fetchall()
         assert right.execute(f"describe {table}").fetchall() == columns, table

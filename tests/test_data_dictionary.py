@@ -12,6 +12,7 @@ import pytest
 from pipeline.config.loader import load_config
 from pipeline.dag.models import discover
 from pipeline.scenario import write_scenario
+from pipeline.warehouse.snapshots import open_database
 
 ROOT = Path(__file__).resolve().parent.parent
 DICTIONARY = ROOT / "docs" / "data-dictionary.md"
@@ -72,7 +73,7 @@ def published(tmp_path_factory: pytest.TempPathFactory) -> Iterator[duckdb.DuckD
 
     folder = tmp_path_factory.mktemp("contract")
     result = run_pipeline(load_config(write_scenario(folder)))
-    con = duckdb.connect(str(result.database), read_only=True)
+    con = open_database(result.database)
     yield con
     con.close()
 

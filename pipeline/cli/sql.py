@@ -11,9 +11,9 @@ from typing import TextIO
 
 import click
 import duckdb
-from rich.table import Table
 
 from pipeline.cli.common import config_option, console, database_option, reports_errors
+from pipeline.cli.tables import Column, print_table
 from pipeline.common.errors import RuncostError
 from pipeline.config.loader import load_config
 from pipeline.report.results import (
@@ -157,13 +157,12 @@ def _run(
 
 def _print_table(cursor: duckdb.DuckDBPyConnection) -> None:
     rows = cursor.fetchmany(TABLE_ROWS + 1)
-    table = Table()
-    for name, kind in zip(column_names(cursor), column_types(cursor), strict=True):
-        numeric = kind.startswith(_NUMERIC_TYPES)
-        table.add_column(name, justify="right" if numeric else "left")
-    for row in rows[:TABLE_ROWS]:
-        table.add_row(*(display_text(value) for value in row))
-    console.print(table)
+    columns = [
+        Column(name, numeric=kind.startswith(_NUMERIC_TYPES))
+        for name, kind in zip(column_names(cursor), column_types(cursor), strict=True)
+    ]
+    cells = [[display_text(value) for value in row] for row in rows[:TABLE_ROWS]]
+    print_table(f"{len(cells)} row{'' if len(cells) == 1 else 's'}", columns, cells)
     if len(rows) > TABLE_ROWS:
         console.print(
             f"first {TABLE_ROWS} rows shown; add a limit, or --format csv --output PATH for all",

@@ -11,9 +11,10 @@ from typing import Any
 import duckdb
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 
+from pipeline.common.duck import connect
 from pipeline.common.errors import InputError
 from pipeline.config.tags import aws_tag_cur_key, cur_tag_key
-from pipeline.warehouse.snapshots import DATABASE_NAME
+from pipeline.warehouse.snapshots import DATABASE_NAME, reader_settings
 
 log = logging.getLogger("runcost")
 PERMISSION = "ce:ListCostAllocationTags"
@@ -113,7 +114,7 @@ def tag_coverage(warehouse: Path) -> list[dict[str, Any]] | None:
     database = warehouse / DATABASE_NAME
     if not database.is_file():
         return None
-    con = duckdb.connect(str(database), read_only=True)
+    con = connect(database, read_only=True, settings=reader_settings(database))
     try:
         cursor = con.execute(
             "select provider, source_format, billing_period, sub_account_id, service_name, "

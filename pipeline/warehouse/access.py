@@ -14,7 +14,7 @@ from sqlglot import exp
 from pipeline.common.duck import connect, literal
 from pipeline.common.errors import RuncostError
 from pipeline.config.loader import load_config
-from pipeline.warehouse.snapshots import DATABASE_NAME
+from pipeline.warehouse.snapshots import DATABASE_NAME, reader_settings
 
 READ_STATEMENTS = "select, with, from, values, pivot, unpivot, describe, show, summarize, explain"
 # Statement kinds a read can be made of. Anything else, and any of _WRITES anywhere inside one,
@@ -45,6 +45,17 @@ class QueryRefused(RuncostError):
     exit_code = 2
 
 
+class InvalidQuery(RuncostError):
+    """A query DuckDB cannot parse: a bad query, exit 1 (docs/operations.md)."""
+
+
+# the duckdb shell, for what runcost sql does not run; the package is on PyPI
+SHELL_HINT = (
+    "for anything else use the duckdb shell (pip install duckdb-cli), from the warehouse folder: "
+    "duckdb -readonly runcost.duckdb"
+)
+
+
 def published_database(config_path: Path | None = None, database: Path | None = None) -> Path:
     """The database to read: the one given, or runcost.duckdb in the configured warehouse."""
     if database is None:
@@ -61,8 +72,8 @@ def open_snapshot(database: Path) -> duckdb.DuckDBPyConnection:
     loaded on demand, and files are readable only in the snapshot folders (the views' own).
     """
     try:
-        con = connect(database, read_only=True)
-        folders = {database.resolve().parent, *_snapshot_folders(con)}
+        con = connect(database, read_only=True, settings=reader_settings(database))
+        folders = {database.resolve().parent, *_snapshot_folders(con, database)}
         for setting in ANALYST_SETTINGS:
             con.execute(setting)
         allowed = "[" + ", ".join(literal(f"{folder}/") for folder in sorted(folders)) + "]"
@@ -75,13 +86,14 @@ def open_snapshot(database: Path) -> duckdb.DuckDBPyConnection:
     return con
 
 
-def _snapshot_folders(con: duckdb.DuckDBPyConnection) -> list[Path]:
+def _snapshot_folders(con: duckdb.DuckDBPyConnection, database: Path) -> list[Path]:
     """The snapshots folder holding the one this database serves (its views read there)."""
     try:
         row = con.execute("select snapshot_folder from main.runcost_snapshot").fetchone()
     except duckdb.Error:
         return []
-    return [Path(str(row[0])).resolve().parent] if row and row[0] else []
+    # relative to the database's folder (absolute in snapshots published before DuckDB 1.x views)
+    return [(database.parent / str(row[0])).resolve().parent] if row and row[0] else []
 
 
 def refuse_output_inside(output: Path, warehouse: Path) -> None:
@@ -100,6 +112,7 @@ def check_read_only(sql: str) -> str:
     first_word = _first_word(sql)
     if first_word in _WRITE_KEYWORDS:
         raise QueryRefused(_refusal(first_word))
+    check_syntax(sql)
     try:
         with _quiet_sqlglot():
             parsed = sqlglot.parse(sql, dialect="duckdb")
@@ -108,8 +121,7 @@ def check_read_only(sql: str) -> str:
         first = str(error).splitlines()[0]
         raise QueryRefused(
             f"the query could not be checked to be read-only ({first}); runcost sql runs "
-            f"{READ_STATEMENTS} statements. For anything else open the snapshot yourself: "
-            "duckdb -readonly warehouse/runcost.duckdb"
+            f"{READ_STATEMENTS} statements; {SHELL_HINT}"
         ) from error
     if not statements:
         raise QueryRefused("the query is empty; pass a statement such as select 1")
@@ -119,6 +131,24 @@ def check_read_only(sql: str) -> str:
         )
     _refuse_writes(statements[0])
     return sql
+
+
+def check_syntax(sql: str) -> None:
+    """Raise InvalidQuery with DuckDB's own parser message when DuckDB cannot parse ``sql``."""
+    con = connect()
+    try:
+        con.extract_statements(sql)
+    except duckdb.ParserException as error:
+        lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+        where = next((line for line in lines if line.startswith("LINE ")), "")
+        raise InvalidQuery(
+            f"the query is not valid SQL: {lines[0] if lines else error}"
+            + (f" ({where})" if where else "")
+            + "; fix it and run again, for example: "
+            'runcost sql "select * from marts.attempt_costs limit 5"'
+        ) from error
+    finally:
+        con.close()
 
 
 def _refuse_writes(statement: exp.Expression) -> None:

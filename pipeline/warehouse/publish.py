@@ -36,10 +36,15 @@ from pipeline.warehouse.snapshots import (
     sync_tree,
     write_durably,
 )
+from pipeline.warehouse.views import (
+    PublishedView,
+    TableContent,
+    relative_path,
+    write_views,
+)
 
 PUBLISHED_SCHEMAS = ("config", "normalized", "attribution", "allocation", "marts")
 TELEMETRY_VIEWS = ("attempts", "attempt_resources", "attempt_events", "experiments")
-PARTITION_COLUMN = "billing_period"
 # up to this many billing periods, publish copies each one with a filter (see _copy_table)
 MAX_FILTERED_PARTITIONS = 4
 SAFE_PARTITION = re.compile(r"[0-9A-Za-z_-]+")
@@ -47,33 +52,6 @@ LOSSY_TYPES = {"HUGEINT": "DECIMAL(38, 0)", "UHUGEINT": "DECIMAL(38, 0)"}
 
 Checkpoint = Callable[[str], None]
 log = logging.getLogger("runcost")
-
-
-@dataclass(frozen=True)
-class TableContent:
-    """One table to publish: where it is read from, its columns, rows and content hash."""
-
-    name: str
-    source: str
-    columns: tuple[tuple[str, str], ...]
-    rows: int
-    content_hash: str
-    files: Path | None = None  # Parquet an engine (Spark) wrote in this layout: moved, not copied
-
-    @property
-    def partition_by(self) -> str | None:
-        names = [column for column, _ in self.columns]
-        return PARTITION_COLUMN if PARTITION_COLUMN in names and self.rows else None
-
-
-@dataclass(frozen=True)
-class PublishedView:
-    """A model published as a view: runcost.duckdb runs its SQL over the published tables."""
-
-    name: str
-    sql: str
-    columns: tuple[tuple[str, str], ...]
-    content_hash: str
 
 
 @dataclass(frozen=True)
@@ -216,7 +194,7 @@ def publish(
                     "rows": table.rows,
                     "content_hash": table.content_hash,
                     "partition_by": table.partition_by,
-                    "path": str(_relative_path(table)),
+                    "path": str(relative_path(table)),
                     "columns": [list(column) for column in table.columns],
                 }
                 for table in contents
@@ -230,8 +208,8 @@ def publish(
         sync_directory(snapshots)
         reached("publish:database")
         temporary.unlink(missing_ok=True)
-        _write_views(temporary, folder, contents, record, views)
         check_database(temporary, run_id)
+        write_views(temporary, folder, contents, record, views)
         sync_file(temporary)
         prepared = prepare(warehouse, run_id, folder, records)
     except (OSError, duckdb.Error, PublishError) as error:
@@ -265,7 +243,7 @@ def publish(
 
 
 def _copy_table(con: duckdb.DuckDBPyConnection, table: TableContent, staging: Path) -> None:
-    target = staging / _relative_path(table)
+    target = staging / relative_path(table)
     target.parent.mkdir(parents=True, exist_ok=True)
     if table.files is not None:
         shutil.move(table.files, target)  # a rename when both are on one filesystem
@@ -323,69 +301,6 @@ def _parquet_query(table: TableContent) -> str:
         for name, kind in table.columns
     )
     return f"select {columns} from {table.source}"
-
-
-def _relative_path(table: TableContent) -> Path:
-    schema, name = table.name.split(".", 1)
-    return Path(schema) / (name if table.partition_by else f"{name}.parquet")
-
-
-def write_views(
-    path: Path,
-    folder: Path,
-    contents: list[TableContent],
-    record: dict[str, object],
-    views: list[PublishedView] | None = None,
-) -> None:
-    """A DuckDB file at ``path`` with one view per published table over ``folder``."""
-    _write_views(path, folder, contents, record, views or [])
-
-
-def _write_views(
-    path: Path,
-    folder: Path,
-    contents: list[TableContent],
-    record: dict[str, object],
-    published: list[PublishedView],
-) -> None:
-    views = duckdb.connect(str(path))
-    try:
-        schemas = {item.name.split(".", 1)[0] for item in [*contents, *published]}
-        for schema in sorted(schemas):
-            views.execute(f"create schema if not exists {schema}")
-        for table in contents:
-            query = _view_query(folder, table)
-            read = {
-                str(row[0]): str(row[1]) for row in views.execute(f"describe {query}").fetchall()
-            }
-            if any(read.get(name) != kind for name, kind in table.columns):
-                # a type Parquet does not keep: cast back, so the view matches the build table
-                columns = ", ".join(f'"{name}"::{kind} as "{name}"' for name, kind in table.columns)
-                query = f"select {columns} from ({query})"
-            views.execute(f"create view {table.name} as {query}")
-        for view in published:  # in model order: a view may read one made before it
-            views.execute(f"create view {view.name} as\n{view.sql}")
-        views.execute(
-            "create table main.runcost_snapshot as select ? as run_id, ? as snapshot_folder, "
-            "?::timestamptz as published_at, ? as content_hash",
-            [record["run_id"], str(folder), record["published_at"], record["content_hash"]],
-        )
-    finally:
-        views.close()
-
-
-def _view_query(folder: Path, table: TableContent) -> str:
-    location = folder / _relative_path(table)
-    if not table.partition_by:
-        return f"select * from read_parquet('{sql_path(location)}')"
-    # hive columns come last and are typed by guessing; list the columns in their order and
-    # give the partition column its own type, so the view matches the table it publishes
-    kind = dict(table.columns)[table.partition_by]
-    columns = ", ".join(f'"{name}"' for name, _ in table.columns)
-    return (
-        f"select {columns} from read_parquet('{sql_path(location)}/*/*.parquet', "
-        f"hive_partitioning = true, hive_types = {{'{table.partition_by}': '{kind}'}})"
-    )
 
 
 def _tables(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str]]:

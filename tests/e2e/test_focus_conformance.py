@@ -20,6 +20,7 @@ from pipeline import scenario
 from pipeline.config.loader import load_config
 from pipeline.run.nightly import run_pipeline
 from pipeline.scenario import write_gcp_scenario
+from pipeline.warehouse.snapshots import open_database
 
 MANDATORY = [
     "BilledCost", "BillingAccountId", "BillingAccountName", "BillingCurrency", "BillingPeriodEnd",
@@ -55,7 +56,7 @@ def con(
 ) -> Iterator[duckdb.DuckDBPyConnection]:
     folder: Path = tmp_path_factory.mktemp(request.param)
     result = run_pipeline(load_config(WORLDS[request.param](folder)))
-    con = duckdb.connect(str(result.database), read_only=True)
+    con = open_database(result.database)
     yield con
     con.close()
 

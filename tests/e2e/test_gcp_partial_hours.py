@@ -15,6 +15,7 @@ from mixed_world import write_world
 
 from pipeline.config.loader import load_config
 from pipeline.run.nightly import run_pipeline
+from pipeline.warehouse.snapshots import open_database
 
 D = Decimal
 
@@ -23,7 +24,7 @@ D = Decimal
 def con(tmp_path_factory: pytest.TempPathFactory) -> Iterator[duckdb.DuckDBPyConnection]:
     config = write_world(tmp_path_factory.mktemp("gcp-partial"), ("gcp",))
     result = run_pipeline(load_config(config))
-    con = duckdb.connect(str(result.database), read_only=True)
+    con = open_database(result.database)
     yield con
     con.close()
 

@@ -9,12 +9,12 @@ import json
 from decimal import Decimal
 from pathlib import Path
 
-import duckdb
 import pytest
 
 from pipeline.common.errors import InputError
 from pipeline.config.loader import load_config
 from pipeline.run.nightly import run_pipeline
+from pipeline.warehouse.snapshots import open_database
 
 REPORT = "old-cur"
 FOLDER = "20231101-20231201"
@@ -71,7 +71,7 @@ def test_legacy_export_reconciles_to_its_total(tmp_path: Path, key_prefix: str) 
     assert (delivery.export, delivery.billing_period, delivery.delivery_id) == (
         REPORT, "2023-11", "0f0e0d0c-1111",
     )  # fmt: skip
-    con = duckdb.connect(str(result.database), read_only=True)
+    con = open_database(result.database)
     try:
         rows = con.execute(
             "select allocation_model, cost_basis, bill_total, difference, billing_account_id "

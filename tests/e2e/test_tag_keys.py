@@ -17,6 +17,7 @@ from mixed_world import write_world
 
 from pipeline.config.loader import load_config
 from pipeline.run.nightly import run_pipeline
+from pipeline.warehouse.snapshots import open_database
 
 D = Decimal
 # marginal billed cost per attempt placed by tag, per provider's files (computed by hand)
@@ -33,7 +34,7 @@ WRONG_SPELLING = {"aws": D("1.75"), "gcp": D("0.8"), "focus": D("1.0")}
 
 def _run(folder: Path, providers: tuple[str, ...]) -> duckdb.DuckDBPyConnection:
     result = run_pipeline(load_config(write_world(folder, providers)))
-    return duckdb.connect(str(result.database), read_only=True)
+    return open_database(result.database)
 
 
 @pytest.fixture(scope="module", params=[("aws",), ("gcp",), ("focus",), ("aws", "gcp", "focus")])

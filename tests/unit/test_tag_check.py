@@ -16,6 +16,7 @@ from click.testing import CliRunner
 from pipeline.cli.app import main
 from pipeline.common.errors import InputError
 from pipeline.ingest.aws_tags import check_tag_keys, list_cost_allocation_tags
+from pipeline.warehouse.snapshots import open_database
 
 ATTEMPT_KEYS = ("attempt-id",)
 EXPERIMENT_KEYS = ("ml:experiment_id",)
@@ -119,7 +120,7 @@ def published(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def coverage(config: Path) -> dict[str, dict[str, Any]]:
     database = config.parent / "warehouse" / "runcost.duckdb"
-    con = duckdb.connect(str(database), read_only=True)
+    con = open_database(database)
     cursor = con.execute("select * from marts.tag_coverage")
     names = [column[0] for column in cursor.description]
     rows = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
