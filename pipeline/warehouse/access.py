@@ -76,7 +76,9 @@ def open_snapshot(database: Path) -> duckdb.DuckDBPyConnection:
         folders = {database.resolve().parent, *_snapshot_folders(con, database)}
         for setting in ANALYST_SETTINGS:
             con.execute(setting)
-        allowed = "[" + ", ".join(literal(f"{folder}/") for folder in sorted(folders)) + "]"
+        # the views name their Parquet relative to the warehouse (found through file_search_path)
+        names = [*(f"{folder}/" for folder in sorted(folders)), "snapshots/"]
+        allowed = "[" + ", ".join(literal(name) for name in names) + "]"
         con.execute(f"set allowed_directories = {allowed}")
         con.execute("set enable_external_access = false")
     except duckdb.Error as error:

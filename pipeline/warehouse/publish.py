@@ -208,8 +208,8 @@ def publish(
         sync_directory(snapshots)
         reached("publish:database")
         temporary.unlink(missing_ok=True)
-        check_database(temporary, run_id)
         write_views(temporary, folder, contents, record, views)
+        check_database(temporary, run_id)
         sync_file(temporary)
         prepared = prepare(warehouse, run_id, folder, records)
     except (OSError, duckdb.Error, PublishError) as error:
