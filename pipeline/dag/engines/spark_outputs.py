@@ -17,8 +17,8 @@ import duckdb
 
 from pipeline.dag.engines.spark_types import spark_path
 from pipeline.dag.engines.transpile import view_name
-from pipeline.warehouse.publish import PARTITION_COLUMN
 from pipeline.warehouse.snapshots import sql_path
+from pipeline.warehouse.views import PARTITION_COLUMN
 
 if TYPE_CHECKING:
     from pipeline.dag.models import Model
