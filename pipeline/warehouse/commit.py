@@ -16,8 +16,10 @@ from pathlib import Path
 from pipeline.common.errors import RuncostError
 from pipeline.warehouse.snapshots import (
     CURRENT_NAME,
+    LATEST_NAME,
     current_snapshot,
     database_snapshot,
+    relative_to,
     write_durably,
 )
 
@@ -72,19 +74,25 @@ def _temporary_name(path: Path, run_id: str) -> Path:
 def prepare(
     warehouse: Path, run_id: str, folder: Path, records: Sequence[tuple[Path, str]]
 ) -> list[tuple[Path, Path]]:
-    """Write CURRENT and the records as temporary files: (temporary, final) to rename."""
-    pointer = json.dumps({"run_id": run_id, "snapshot": str(folder)}) + "\n"
+    """Write CURRENT, the latest link and the records as temporary files: (temporary, final)
+    to rename. CURRENT and latest name the snapshot relative to the warehouse (it may move)."""
+    name = relative_to(folder, warehouse)
+    pointer = json.dumps({"run_id": run_id, "snapshot": name}) + "\n"
     pending = [(warehouse / CURRENT_NAME, pointer), *records]
     prepared = []
     for path, text in pending:
         temporary = _temporary_name(path, run_id)
         write_durably(temporary, text)
         prepared.append((temporary, path))
+    link = _temporary_name(warehouse / LATEST_NAME, run_id)
+    link.unlink(missing_ok=True)
+    os.symlink(name, link, target_is_directory=True)
+    prepared.insert(1, (link, warehouse / LATEST_NAME))
     return prepared
 
 
 def discard_prepared(warehouse: Path, run_id: str, records: Sequence[tuple[Path, str]]) -> None:
-    for path in [warehouse / CURRENT_NAME, *(path for path, _ in records)]:
+    for path in [warehouse / CURRENT_NAME, warehouse / LATEST_NAME, *(p for p, _ in records)]:
         _temporary_name(path, run_id).unlink(missing_ok=True)
 
 

@@ -232,7 +232,7 @@ def write_current(warehouse: Path, run_id: str, folder: Path) -> None:
     """Point CURRENT, then warehouse/latest, at ``folder`` (both relative: the warehouse moves)."""
     pointer = warehouse / CURRENT_NAME
     temporary = warehouse / f".{CURRENT_NAME}.{run_id}.tmp"
-    name = _relative_to(folder, warehouse)
+    name = relative_to(folder, warehouse)
     write_durably(temporary, json.dumps({"run_id": run_id, "snapshot": name}) + "\n")
     os.replace(temporary, pointer)
     link = warehouse / f".{LATEST_NAME}.{run_id}.tmp"
@@ -242,7 +242,8 @@ def write_current(warehouse: Path, run_id: str, folder: Path) -> None:
     sync_directory(warehouse)
 
 
-def _relative_to(folder: Path, warehouse: Path) -> str:
+def relative_to(folder: Path, warehouse: Path) -> str:
+    """A snapshot folder as CURRENT and latest name it: relative, so the warehouse can move."""
     try:
         return folder.relative_to(warehouse).as_posix()
     except ValueError:
