@@ -157,7 +157,12 @@ def test_every_world_on_a_standalone_cluster(
 def test_every_world_on_spark_connect(
     world: str, remote: str, duckdb_runs: dict, inspected: dict
 ) -> None:
-    _run_on_cluster(duckdb_runs, world, "connect", f'[spark]\nremote = "{remote}"\n')
+    try:
+        _run_on_cluster(duckdb_runs, world, "connect", f'[spark]\nremote = "{remote}"\n')
+    finally:
+        # a Connect client marks the process Connect-only: the next classic session in this
+        # worker (test_spark_engine's) must not inherit it
+        os.environ.pop("SPARK_CONNECT_MODE_ENABLED", None)
     _assert_executors_read_the_bill(inspected, world, _cost_lines(duckdb_runs, world))
 
 
