@@ -1,5 +1,6 @@
 """engine = "spark" on real cluster processes: a standalone master with one worker, and a Spark
-Connect server whose executors run on that worker. Every world, first run on an empty
+Connect server (not yet pointed at the master: its executors likely run in its own JVM).
+Every world, first run on an empty
 warehouse, publishes what the DuckDB engine publishes, to the last decimal; the raw billing
 Parquet is read by the executors, not passed through the driver."""
 
