@@ -4,13 +4,10 @@ boto3 (ListTrainingJobs, DescribeTrainingJob, ListTags) by name or by prefix and
 from __future__ import annotations
 
 import datetime as dt
-import urllib.request
-from collections.abc import Iterator
 from typing import Any
 
 import boto3
 import pytest
-from moto.server import ThreadedMotoServer
 
 from pipeline.common.errors import InputError
 from pipeline.telemetry.adapters import read
@@ -19,28 +16,9 @@ ROLE = "arn:aws:iam::123456789012:role/sagemaker"
 
 
 @pytest.fixture
-def sagemaker(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, Any]]:
-    """moto's server on 127.0.0.1 with fake credentials: (endpoint url, boto3 client)."""
-    for name, value in {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_SESSION_TOKEN": "testing",
-        "AWS_DEFAULT_REGION": "us-east-1",
-        "AWS_EC2_METADATA_DISABLED": "true",
-        "AWS_CONFIG_FILE": "/nonexistent",
-        "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent",
-    }.items():
-        monkeypatch.setenv(name, value)
-    monkeypatch.delenv("AWS_PROFILE", raising=False)
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    url = f"http://{host}:{port}"
-    urllib.request.urlopen(urllib.request.Request(f"{url}/moto-api/reset", method="POST"))
-    try:
-        yield url, boto3.client("sagemaker", endpoint_url=url, region_name="us-west-2")
-    finally:
-        server.stop()
+def sagemaker(moto_url: str) -> tuple[str, Any]:
+    """moto's server on 127.0.0.1 (tests/conftest.py): (endpoint url, boto3 client)."""
+    return moto_url, boto3.client("sagemaker", endpoint_url=moto_url, region_name="us-west-2")
 
 
 def create(client: Any, name: str, instance: str, count: int, **more: Any) -> None:
