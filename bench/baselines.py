@@ -13,7 +13,9 @@ from pathlib import Path
 import duckdb
 
 from bench.plan import check_plan
+from pipeline.common.duck import connect, literal
 from pipeline.dag.models import LAYERS, parse_model, sql_root
+from pipeline.warehouse.snapshots import open_database, reader_settings
 
 BASES = ("billed_cost", "effective_cost", "list_cost", "net_cost")
 
@@ -103,7 +105,7 @@ def pipeline_child(args) -> dict:
 
 def _verify(database: Path, expected: dict) -> tuple[list[str], dict]:
     """Reconciliation differences are 0 and bill totals equal the generator's, per model."""
-    con = duckdb.connect(str(database), read_only=True)
+    con = open_database(database)
     problems: list[str] = []
     try:
         rows = con.execute(
@@ -143,11 +145,9 @@ def _snapshot_plan(database: Path) -> list[dict]:
     sql = model.sql
     # staging telemetry views are published as telemetry.<name>; the rest under their own name
     sources = {name: name.replace("staging.", "telemetry.", 1) for name in model.inputs}
-    con = duckdb.connect()
+    con = connect(settings=reader_settings(database))  # the views' paths: see reader_settings
     try:
-        con.execute("set TimeZone = 'UTC'")
-        path = str(database).replace("'", "''")
-        con.execute(f"attach '{path}' as published (read_only)")
+        con.execute(f"attach {literal(database)} as published (read_only)")
         for name, published in sources.items():
             con.execute(f"create schema if not exists {name.split('.')[0]}")
             con.execute(f"create view {name} as select * from published.{published}")

@@ -46,6 +46,11 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--memory-limit", default=None, help="warehouse.memory_limit, e.g. 4GB")
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--engine", choices=("duckdb", "spark"), default="duckdb")
+    parser.add_argument("--spark-master", default=None, help="spark.master, e.g. spark://h:7077")
+    parser.add_argument("--spark-remote", default=None, help="spark.remote, sc://host:15002")
+    parser.add_argument(
+        "--spark-conf", action="append", default=[], help="KEY=VALUE for [spark.conf]"
+    )
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--out", type=Path, default=None, help="JSON result file")
     parser.add_argument("--data", type=Path, default=OUT / "data", help="dataset cache folder")
@@ -95,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.threads:
         text = text.replace("[warehouse]\n", f"[warehouse]\nthreads = {args.threads}\n")
     if args.engine != "duckdb":
-        text = f'engine = "{args.engine}"\n' + text
+        text = f'engine = "{args.engine}"\n' + text + _spark_section(args)
     result["engine"] = args.engine
     config.write_text(text, encoding="utf-8")
     extra = ["--dataset", str(dataset), "--warehouse", str(config)]
@@ -118,6 +123,20 @@ def main(argv: list[str] | None = None) -> int:
     print(render(result))
     print(f"written: {out}")
     return 0 if result["pipeline"].get("correct") else 1
+
+
+def _spark_section(args: argparse.Namespace) -> str:
+    """[spark] and [spark.conf] from --spark-master, --spark-remote and --spark-conf."""
+    lines = ["[spark]"]
+    if args.spark_master:
+        lines.append(f'master = "{args.spark_master}"')
+    if args.spark_remote:
+        lines.append(f'remote = "{args.spark_remote}"')
+    lines.append("[spark.conf]")
+    for item in args.spark_conf:
+        key, _, value = item.partition("=")
+        lines.append(f'"{key}" = "{value}"')
+    return "\n" + "\n".join(lines) + "\n"
 
 
 def _compare_with_previous(dataset: Path, pipeline: dict) -> bool | None:

@@ -41,9 +41,8 @@ S3_BUCKET = "billing-bucket"
 
 
 @pytest.fixture
-def s3(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, Any, list[str]]]:
-    """A moto S3 server on 127.0.0.1 holding an empty `billing-bucket`, fake credentials, and
-    the key of every GetObject runcost makes: (endpoint url, boto3 client, keys)."""
+def moto_url(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """moto's server on 127.0.0.1, emptied, with fake credentials and no AWS config: its URL."""
     for name, value in {
         "AWS_ACCESS_KEY_ID": "testing",
         "AWS_SECRET_ACCESS_KEY": "testing",
@@ -59,6 +58,19 @@ def s3(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, Any, list[str]]]:
     server.start()
     host, port = server.get_host_and_port()
     url = f"http://{host}:{port}"
+    # moto keeps its state per process: start every test from an empty store
+    urllib.request.urlopen(urllib.request.Request(f"{url}/moto-api/reset", method="POST"))
+    try:
+        yield url
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def s3(moto_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, Any, list[str]]]:
+    """A moto S3 server on 127.0.0.1 holding an empty `billing-bucket`, fake credentials, and
+    the key of every GetObject runcost makes: (endpoint url, boto3 client, keys)."""
+    url = moto_url
     gets: list[str] = []
     real = s3_source.make_client
 
@@ -71,13 +83,8 @@ def s3(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, Any, list[str]]]:
 
     monkeypatch.setattr(s3_source, "make_client", counting_client)
     client = boto3.client("s3", endpoint_url=url, region_name="us-east-1")
-    # moto keeps its state per process: start every test from an empty store
-    urllib.request.urlopen(urllib.request.Request(f"{url}/moto-api/reset", method="POST"))
     client.create_bucket(Bucket=S3_BUCKET)
-    try:
-        yield url, client, gets
-    finally:
-        server.stop()
+    yield url, client, gets
 
 
 @pytest.fixture

@@ -12,6 +12,7 @@ import pytest
 from pipeline.config.loader import load_config
 from pipeline.dag.models import discover
 from pipeline.scenario import write_scenario
+from pipeline.warehouse.snapshots import open_database
 
 ROOT = Path(__file__).resolve().parent.parent
 DICTIONARY = ROOT / "docs" / "data-dictionary.md"
@@ -24,7 +25,11 @@ FOCUS_COLUMNS = {
     "ChargeDescription", "ChargePeriodEnd", "ChargePeriodStart", "ConsumedQuantity",
     "ConsumedUnit", "ContractedCost", "EffectiveCost", "InvoiceId", "InvoiceIssuerName",
     "ListCost", "PricingUnit", "ProviderName", "PublisherName", "RegionId", "ResourceId",
-    "ServiceName", "SkuId", "SubAccountId", "SubAccountName", "Tags",
+    "ServiceName", "SkuId", "SubAccountId", "SubAccountName", "Tags", "ChargeFrequency",
+    "CommitmentDiscountCategory", "CommitmentDiscountId", "CommitmentDiscountName",
+    "CommitmentDiscountStatus", "CommitmentDiscountType", "ContractedUnitPrice", "ListUnitPrice",
+    "PricingCategory", "PricingQuantity", "RegionName", "ResourceName", "ResourceType",
+    "ServiceCategory", "SkuPriceId",
 }  # fmt: skip
 
 
@@ -68,7 +73,7 @@ def published(tmp_path_factory: pytest.TempPathFactory) -> Iterator[duckdb.DuckD
 
     folder = tmp_path_factory.mktemp("contract")
     result = run_pipeline(load_config(write_scenario(folder)))
-    con = duckdb.connect(str(result.database), read_only=True)
+    con = open_database(result.database)
     yield con
     con.close()
 
@@ -154,6 +159,7 @@ def test_focus_export_uses_focus_names(published_columns: dict[str, dict[str, st
         "x_LineId",
         "x_ProviderLineType",
         "x_SourceDelivery",
+        "x_SourceFormat",
     ], "custom columns carry the x_ prefix and come after the FOCUS columns"
     for money in ("BilledCost", "EffectiveCost", "ListCost", "ContractedCost"):
         assert columns[money] == "DECIMAL(38,10)"

@@ -18,6 +18,7 @@ with DAG(
 ) as dag:
     BashOperator(
         task_id="runcost_run",
-        bash_command="/srv/runcost/nightly.sh",
+        # the trailing space: a command ending in .sh would be loaded as a Jinja template file
+        bash_command="/srv/runcost/nightly.sh ",
         execution_timeout=timedelta(hours=4),
     )

@@ -10,16 +10,17 @@ from pathlib import Path
 from typing import Any
 
 import click
-from rich.table import Table
 
 from pipeline import __version__
 from pipeline.cli.common import (
+    TRACEBACKS,
     config_option,
     console,
     errors,
     reports_errors,
 )
-from pipeline.config.loader import load_config
+from pipeline.common.errors import RuncostError
+from pipeline.config.loader import DEFAULT_CONFIG_NAME, load_config
 
 
 def _setup_logging(log_format: str) -> None:
@@ -55,15 +56,25 @@ class _JsonFormatter(logging.Formatter):
     show_default=True,
     help="How warnings and progress are logged to stderr.",
 )
-def main(log_format: str) -> None:
+@click.option("--debug", is_flag=True, help="Print the traceback after an error line.")
+def main(log_format: str, debug: bool) -> None:
     """runcost: the all-in, reconciled cost of every ML training attempt and experiment."""
     _setup_logging(log_format)
+    TRACEBACKS["show"] = debug or log_format == "json"
 
 
 @main.command()
 @config_option
+@click.option(
+    "--allow-shrink",
+    "allow_shrink",
+    multiple=True,
+    metavar="PERIOD",
+    help="Accept, this once, a re-delivery that empties billing period PERIOD (YYYY-MM, or "
+    "EXPORT/YYYY-MM) or shrinks a final one by more than 10%. Repeatable.",
+)
 @reports_errors
-def run(config_path: Path | None) -> None:
+def run(config_path: Path | None, allow_shrink: tuple[str, ...]) -> None:
     """Run the nightly job: ingest, attribute, allocate, check, publish.
 
     Exits 0 when a new snapshot is published (or the content did not change), 1 when input
@@ -71,13 +82,20 @@ def run(config_path: Path | None) -> None:
     usage error.
     """
     from pipeline.cli.status import print_summary, run_display
+    from pipeline.cli.tables import terminal
     from pipeline.run.nightly import run_pipeline
 
     config = load_config(config_path)
     with run_display(errors) as display:
-        result = run_pipeline(config, on_event=display.on_event)
-    _print_run_summary(result.database, result.run_id)
-    print_summary(console, result)
+        result = run_pipeline(config, on_event=display.on_event, allow_shrink=allow_shrink)
+    if result.status == "published":
+        _print_run_summary(result.database, result.run_id)
+    print_summary(terminal(), result)
+
+
+force_option = click.option(
+    "--force", is_flag=True, help="Overwrite the runcost.toml (and scenario files) in DIRECTORY."
+)
 
 
 @main.command()
@@ -90,20 +108,28 @@ def run(config_path: Path | None) -> None:
     show_default=True,
     help="Which bundled world: a CUR 2.0 Parquet export, the same as gzip CSV, or a GCP export.",
 )
+@force_option
 @reports_errors
-def demo(directory: Path | None, seed: int, world: str) -> None:
+def demo(directory: Path | None, seed: int, world: str, force: bool) -> None:
     """Write the bundled scenario into DIRECTORY (default ./runcost-demo), run it, show costs."""
     from pipeline.run.nightly import run_pipeline
     from pipeline.scenario.worlds import write_world
 
     target = directory or Path("runcost-demo")
+    _refuse_overwrite(target, force)
     config_file = write_world(world, target, seed=seed)
     result = run_pipeline(load_config(config_file), progress=_progress)
     _print_run_summary(result.database, result.run_id)
-    console.print(
-        f'\nQuery it: runcost sql --config {config_file} "select * from marts.attempt_costs"'
+    hints = (
+        f"\nQuery it (from {target}, or add --config {config_file}):",
+        f"  cd {target}",
+        '  runcost sql "select * from marts.attempt_costs"',
+        "  runcost report --output runcost-report.html",
+        "Open it in any DuckDB 1.1 or later (pip install duckdb-cli), from the warehouse folder:",
+        f"  cd {result.database.parent} && duckdb -readonly {result.database.name}",
     )
-    console.print(f"or: duckdb {result.database}")
+    for line in hints:
+        console.print(line, highlight=False, markup=False, soft_wrap=True)
 
 
 @main.command()
@@ -116,13 +142,24 @@ def demo(directory: Path | None, seed: int, world: str) -> None:
     show_default=True,
     help="Which bundled world: a CUR 2.0 Parquet export, the same as gzip CSV, or a GCP export.",
 )
+@force_option
 @reports_errors
-def scenario(directory: Path, seed: int, world: str) -> None:
+def scenario(directory: Path, seed: int, world: str, force: bool) -> None:
     """Write a small consistent world (billing export, telemetry, ground truth) to DIRECTORY."""
     from pipeline.scenario.worlds import write_world
 
+    _refuse_overwrite(directory, force)
     config_file = write_world(world, directory, seed=seed)
-    console.print(f"wrote {directory} (configuration: {config_file})")
+    console.print(f"wrote {directory} (configuration: {config_file})", soft_wrap=True)
+
+
+def _refuse_overwrite(directory: Path, force: bool) -> None:
+    existing = directory / DEFAULT_CONFIG_NAME
+    if existing.exists() and not force:
+        raise RuncostError(
+            f"{existing} exists: the scenario would overwrite it; pick another DIRECTORY, or "
+            "add --force to overwrite it"
+        )
 
 
 def _cell(value: Any) -> str:
@@ -139,17 +176,25 @@ def _progress(message: str) -> None:
     logging.getLogger("runcost").log(level, message)
 
 
-def _print_run_summary(database: Path, run_id: str) -> None:
-    from pipeline.common.duck import connect
+# one name per number: the report and docs/analyst-guide.md use these words for these columns
+EXPERIMENT_COLUMNS = (
+    "experiment", "attempts", "failed attempts", "marginal", "fully loaded",
+    "failed attempts' cost (fully loaded)", "experiment-only cost (fully loaded)",
+)  # fmt: skip
 
-    con = connect(database, read_only=True)
+
+def _print_run_summary(database: Path, run_id: str) -> None:
+    from pipeline.cli.tables import Column, print_table
+    from pipeline.warehouse.access import open_snapshot
+
+    con = open_snapshot(database)
     try:
         experiments = con.execute(
             "select experiment_id, attempts, failed_attempts, "
             "max(effective_cost) filter (where allocation_model = 'marginal') as marginal, "
             "max(effective_cost) filter (where allocation_model = 'fully_loaded') as loaded, "
-            "max(failed_attempt_cost) filter (where allocation_model = 'marginal') as failed, "
-            "max(experiment_only_cost) filter (where allocation_model = 'marginal') as only "
+            "max(failed_attempt_cost) filter (where allocation_model = 'fully_loaded') as failed, "
+            "max(experiment_only_cost) filter (where allocation_model = 'fully_loaded') as only "
             "from marts.experiment_costs group by all order by experiment_id"
         ).fetchall()
         reconciliation = con.execute(
@@ -159,20 +204,17 @@ def _print_run_summary(database: Path, run_id: str) -> None:
         ).fetchall()
     finally:
         con.close()
-    table = Table(title=f"Experiment costs (effective cost basis), run {run_id}")
-    table.add_column("experiment", no_wrap=True)
-    for name in ("attempts", "failed", "marginal", "fully loaded", "failed cost", "exp. only"):
-        table.add_column(name, justify="right")
-    for row in experiments:
-        table.add_row(*(_cell(value) for value in row))
-    console.print(table)
-    recon = Table(title="Reconciliation to the bill (effective cost, fully loaded)")
-    for name in ("period", "currency", "bill", "attributed", "shared", "unallocated", "diff."):
-        recon.add_column(name, justify="left" if name in ("period", "currency") else "right")
-    for row in reconciliation:
-        recon.add_row(*(_cell(value) for value in row))
-    console.print(recon)
-    console.print(f"published: {database}")
+    print_table(
+        f"Experiment costs, run {run_id} (effective cost, rounded to the cent)",
+        [Column(name, numeric=name != "experiment") for name in EXPERIMENT_COLUMNS],
+        [[_cell(value) for value in row] for row in experiments],
+    )
+    names = ("period", "currency", "bill", "attributed", "shared", "unallocated", "difference")
+    print_table(
+        "Reconciliation to the bill (effective cost, fully loaded)",
+        [Column(name, numeric=name not in ("period", "currency")) for name in names],
+        [[_cell(value) for value in row] for row in reconciliation],
+    )
 
 
 from pipeline.cli.status import status  # noqa: E402

@@ -10,7 +10,8 @@ from rich.table import Table
 
 from pipeline.cli.common import EXIT_FAILED, EXIT_OK, config_option, console, errors
 from pipeline.common.errors import RuncostError
-from pipeline.config.loader import load_config
+from pipeline.config.loader import Config, load_config
+from pipeline.config.tags import gcp_label_problem
 
 
 @click.command()
@@ -53,12 +54,16 @@ def check(config_path: Path | None, skip_aws: bool) -> None:
             console.print("tag coverage: no published snapshot yet; run `runcost run` first")
         else:
             table = Table(title="Tag coverage of the published bill (effective cost)")
-            for name in ("period", "account", "service", "currency", "cost", "attempt", "exp."):
+            columns = ("provider", "keys", "period", "account", "service", "currency", "cost")
+            for name in (*columns, "attempt", "exp."):
                 table.add_column(
                     name, justify="right" if name in ("cost", "attempt", "exp.") else "left"
                 )
             for row in rows:
+                keys = [*row["attempt_tag_keys"], *row["experiment_tag_keys"]]
                 table.add_row(
+                    f"{row['provider']} ({row['source_format']})",
+                    ", ".join(keys),
                     row["billing_period"],
                     row["sub_account_id"],
                     row["service_name"],
@@ -68,6 +73,8 @@ def check(config_path: Path | None, skip_aws: bool) -> None:
                     _percent(row["experiment_tagged_share"]),
                 )
             console.print(table)
+            for problem in _gcp_key_problems(rows, config):
+                console.print(f"note: {problem}", markup=False, soft_wrap=True)
             attempt = overall_share(rows, "attempt_tagged_share")
             experiment = overall_share(rows, "experiment_tagged_share")
             console.print(
@@ -78,6 +85,14 @@ def check(config_path: Path | None, skip_aws: bool) -> None:
         errors.print(f"error: {error}", markup=False, highlight=False, soft_wrap=True)
         sys.exit(error.exit_code)
     sys.exit(EXIT_FAILED if failed else EXIT_OK)
+
+
+def _gcp_key_problems(rows: list[dict], config: Config) -> list[str]:
+    """Why a configured key can never match a Google Cloud label, when GCP lines are published."""
+    if not any(row["source_format"] == "gcp_billing_export" for row in rows):
+        return []
+    keys = (*config.attempt_tag_keys, *config.experiment_tag_keys)
+    return [problem for problem in map(gcp_label_problem, keys) if problem]
 
 
 def _percent(value: object) -> str:

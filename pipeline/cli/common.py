@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import errno
 import sys
+import traceback
 from collections.abc import Callable
 from functools import wraps
 from pathlib import Path
@@ -11,7 +13,7 @@ from typing import Any
 import click
 from rich.console import Console
 
-from pipeline.common.errors import RuncostError
+from pipeline.common.errors import RuncostError, redact_urls
 from pipeline.config.loader import DEFAULT_CONFIG_NAME
 from pipeline.warehouse.snapshots import DATABASE_NAME
 
@@ -35,15 +37,63 @@ database_option = click.option(
 )
 
 
+DISK_FULL = (
+    "the disk is full: free space on the disk holding the warehouse and run again; a run that "
+    "fails publishes nothing, so the current snapshot stays current"
+)
+# set by `runcost --debug` and `--log-format json`: print the traceback after the error line
+TRACEBACKS = {"show": False}
+
+
 def reports_errors(function: Callable[..., Any]) -> Callable[..., Any]:
-    """Print a RuncostError as `error: ...` on stderr and exit with its code."""
+    """Print any failure as one `error: ...` line on stderr and exit with its code.
+
+    A RuncostError says what to fix; a full disk or another OS error names the path; anything
+    else is an internal error. Tracebacks only with --debug or --log-format json.
+    """
 
     @wraps(function)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return function(*args, **kwargs)
-        except RuncostError as error:
-            errors.print(f"error: {error}", markup=False, highlight=False, soft_wrap=True)
-            sys.exit(error.exit_code)
+        except (click.exceptions.Exit, click.ClickException, KeyboardInterrupt):
+            raise
+        except Exception as error:
+            text, code = describe_failure(error)
+            text = redact_urls(text)
+            errors.print(f"error: {text}", markup=False, highlight=False, soft_wrap=True)
+            if TRACEBACKS["show"]:
+                errors.print(traceback.format_exc(), markup=False, highlight=False)
+            sys.exit(code)
 
     return wrapper
+
+
+def describe_failure(error: BaseException) -> tuple[str, int]:
+    """(one-line message with the fix, exit code) of any exception."""
+    if isinstance(error, RuncostError):
+        text = str(error)
+        if "No space left on device" in text and "stays current" not in text:
+            text = " ".join(text.split()) + f"; {DISK_FULL}"
+        return text, error.exit_code
+    if isinstance(error, OSError):
+        where = f" ({error.filename})" if error.filename else ""
+        cause = error.strerror or str(error)
+        fix = (
+            "free space on that disk and run again"
+            if error.errno == errno.ENOSPC
+            else "check the path and its permissions and run again"
+        )
+        return (
+            f"{cause}{where}: {fix}; a run that fails publishes nothing, so the current "
+            "snapshot stays current",
+            EXIT_FAILED,
+        )
+    text = " ".join(str(error).split())
+    if "No space left on device" in text:
+        return f"{text[:300]}; {DISK_FULL}", EXIT_FAILED
+    return (
+        f"internal error: {type(error).__name__}: {text[:500]}; nothing was published. Run "
+        "again with `runcost --debug ...` for the traceback and report it",
+        EXIT_FAILED,
+    )

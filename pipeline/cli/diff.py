@@ -7,17 +7,18 @@ import tempfile
 from pathlib import Path
 
 import click
-from rich.table import Table
 
 from pipeline.cli.common import config_option, console, reports_errors
+from pipeline.cli.tables import Column, print_table
 from pipeline.config.loader import load_config
 from pipeline.report.results import display_text, write_csv, write_json
 from pipeline.run.as_of import cost_changes_between, resolve_pair
 
 COLUMNS = (
-    "change_level", "experiment_id", "attempt_id", "previous_total", "total", "change",
-    "previous_cost_status", "cost_status", "reasons",
+    "allocation_model", "change_level", "experiment_id", "attempt_id", "previous_total", "total",
+    "change", "previous_cost_status", "cost_status", "reasons",
 )  # fmt: skip
+MONEY = ("previous_total", "total", "change")
 
 
 @click.command()
@@ -26,10 +27,10 @@ COLUMNS = (
 @config_option
 @click.option(
     "--allocation-model",
-    type=click.Choice(["marginal", "fully_loaded"]),
-    default="marginal",
+    type=click.Choice(["both", "marginal", "fully_loaded"]),
+    default="both",
     show_default=True,
-    help="Which allocation model's costs to compare.",
+    help="Which allocation model's costs to compare (both: a row per model).",
 )
 @click.option(
     "--format",
@@ -55,8 +56,9 @@ def diff(
     warehouse = load_config(config_path).warehouse
     earlier, later = resolve_pair(warehouse, run_a, run_b)
     query = (
-        f"select {', '.join(COLUMNS)} from marts.cost_changes where allocation_model = ? "
-        "order by change_level, experiment_id, attempt_id"
+        f"select {', '.join(COLUMNS)} from marts.cost_changes "
+        "where ? in ('both', allocation_model) "
+        "order by allocation_model desc, change_level, experiment_id, attempt_id"
     )
     with tempfile.TemporaryDirectory(prefix="runcost-diff-") as scratch:
         con = cost_changes_between(earlier, later, Path(scratch))
@@ -73,12 +75,13 @@ def diff(
 
 
 def _print(rows: list[tuple], earlier: str, later: str, allocation_model: str) -> None:
-    table = Table(title=f"Cost changes {earlier} -> {later} ({allocation_model}, billed basis)")
-    for name in COLUMNS:
-        numeric = name in ("previous_total", "total", "change")
-        table.add_column(name, justify="right" if numeric else "left")
-    for row in rows:
-        table.add_row(*(display_text(value) for value in row))
-    console.print(table)
+    models = "fully_loaded and marginal" if allocation_model == "both" else allocation_model
     if not rows:
-        console.print("no attempt or experiment cost moved", highlight=False)
+        console.print(
+            f"{earlier} -> {later}: no attempt or experiment cost moved ({models})",
+            highlight=False,
+        )
+        return
+    columns = [Column(name, numeric=name in MONEY) for name in COLUMNS]
+    cells = [[display_text(value) for value in row] for row in rows]
+    print_table(f"Cost changes {earlier} -> {later} ({models}, billed basis)", columns, cells)

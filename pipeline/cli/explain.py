@@ -8,10 +8,9 @@ from pathlib import Path
 
 import click
 import duckdb
-from rich.console import Console
-from rich.table import Table
 
 from pipeline.cli.common import config_option, console, database_option, reports_errors
+from pipeline.cli.tables import Column, print_table
 from pipeline.common.errors import RuncostError
 from pipeline.warehouse.access import open_snapshot, published_database
 
@@ -110,31 +109,26 @@ def explain(
         result = explain_attempt(con, attempt_id, allocation_model)
     finally:
         con.close()
-    table = Table(
-        title=(
-            f"{result.attempt_id} ({result.experiment_id}, {result.status}): "
-            f"{result.allocation_model}, {result.currency or 'no cost'}"
-        )
+    title = (
+        f"{result.attempt_id} ({result.experiment_id}, {result.status}): "
+        f"{result.allocation_model}, {result.currency or 'no cost'}"
     )
-    for name in ("method", "pool", "driver", "service", "lines"):
-        table.add_column(name, no_wrap=True)
-    for basis in BASES:
-        table.add_column(basis.removesuffix("_cost"), justify="right")
-    for row in result.groups:
-        table.add_row(
+    columns = [Column(name) for name in ("method", "pool", "driver", "service")]
+    columns += [Column("lines", numeric=True)]
+    columns += [Column(basis.removesuffix("_cost"), numeric=True) for basis in BASES]
+    rows = [
+        [
             str(row["allocation_method"]),
             str(row["pool_name"]),
             str(row["driver"]),
             str(row["service_name"]),
             str(row["cost_lines"]),
             *(_money(row[basis]) for basis in BASES),
-        )
-    table.add_section()
-    table.add_row(
-        "total", "", "", "", "", *(_money(result.totals[basis]) for basis in BASES), style="bold"
-    )
-    # piped or captured output gets room for pool names and four money columns
-    (console if console.is_terminal else Console(width=160)).print(table)
+        ]
+        for row in result.groups
+    ]
+    footer = ["total", "", "", "", "", *(_money(result.totals[basis]) for basis in BASES)]
+    print_table(title, columns, rows, footer=footer)
     if result.group_sums() != result.totals:
         raise RuncostError(
             f"the slices of {attempt_id} do not add up to marts.attempt_costs "

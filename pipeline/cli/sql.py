@@ -11,9 +11,9 @@ from typing import TextIO
 
 import click
 import duckdb
-from rich.table import Table
 
 from pipeline.cli.common import config_option, console, database_option, reports_errors
+from pipeline.cli.tables import Column, print_table
 from pipeline.common.errors import RuncostError
 from pipeline.config.loader import load_config
 from pipeline.report.results import (
@@ -25,7 +25,12 @@ from pipeline.report.results import (
     write_parquet,
 )
 from pipeline.run.as_of import snapshot_as_of, write_snapshot_database
-from pipeline.warehouse.access import check_read_only, open_snapshot, published_database
+from pipeline.warehouse.access import (
+    check_read_only,
+    open_snapshot,
+    published_database,
+    refuse_output_inside,
+)
 from pipeline.warehouse.snapshots import DATABASE_NAME
 
 FORMATS = ("table", "csv", "json", "parquet")
@@ -89,9 +94,14 @@ def sql(
     output_format = _resolve_format(output_format, output)
     check_read_only(text)
     if as_of is None:
-        _query(published_database(config_path, database), text, output_format, output)
+        published = published_database(config_path, database)
+        if output is not None:
+            refuse_output_inside(output, published.parent)
+        _query(published, text, output_format, output)
         return
     warehouse = database.parent if database else load_config(config_path).warehouse
+    if output is not None:
+        refuse_output_inside(output, warehouse)
     folder = snapshot_as_of(warehouse, as_of.date())
     logging.getLogger("runcost").info(
         "as of %s: reading snapshot %s", as_of.date().isoformat(), folder.name
@@ -107,7 +117,8 @@ def _query(database: Path, text: str, output_format: str, output: Path | None) -
     try:
         _run(con, text, output_format, output)
     except duckdb.Error as error:
-        raise RuncostError(f"query failed: {error}") from error
+        first = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise RuncostError(f"query failed: {first}") from error
     finally:
         con.close()
 
@@ -146,13 +157,12 @@ def _run(
 
 def _print_table(cursor: duckdb.DuckDBPyConnection) -> None:
     rows = cursor.fetchmany(TABLE_ROWS + 1)
-    table = Table()
-    for name, kind in zip(column_names(cursor), column_types(cursor), strict=True):
-        numeric = kind.startswith(_NUMERIC_TYPES)
-        table.add_column(name, justify="right" if numeric else "left")
-    for row in rows[:TABLE_ROWS]:
-        table.add_row(*(display_text(value) for value in row))
-    console.print(table)
+    columns = [
+        Column(name, numeric=kind.startswith(_NUMERIC_TYPES))
+        for name, kind in zip(column_names(cursor), column_types(cursor), strict=True)
+    ]
+    cells = [[display_text(value) for value in row] for row in rows[:TABLE_ROWS]]
+    print_table(f"{len(cells)} row{'' if len(cells) == 1 else 's'}", columns, cells)
     if len(rows) > TABLE_ROWS:
         console.print(
             f"first {TABLE_ROWS} rows shown; add a limit, or --format csv --output PATH for all",

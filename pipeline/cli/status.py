@@ -21,16 +21,17 @@ from rich.progress import (
     TextColumn,
     TimeElapsedColumn,
 )
-from rich.table import Table
 
 from pipeline.cli.common import config_option, reports_errors
-from pipeline.common.duck import literal
+from pipeline.cli.tables import Column, print_table, terminal
+from pipeline.common.duck import connect, literal
 from pipeline.config.loader import load_config
 from pipeline.warehouse.lock import running_holder
 from pipeline.warehouse.snapshots import (
     DATABASE_NAME,
     current_snapshot,
     database_snapshot,
+    reader_settings,
     snapshot_record,
 )
 
@@ -134,11 +135,6 @@ def run_display(console: Console) -> RunDisplay:
 def print_summary(console: Console, result: RunResult) -> None:
     """What the run did: periods touched, bill totals, checks, seconds per stage."""
     manifest = json.loads(result.manifest.read_text(encoding="utf-8"))
-    outcome = (
-        f"published snapshot {result.run_id}"
-        if result.status == "published"
-        else f"no change: snapshot {manifest.get('unchanged_from')} stays current"
-    )
     new = sorted(
         {item["billing_period"] for item in manifest["inputs"]["deliveries"] if item["new"]}
     )
@@ -147,23 +143,6 @@ def print_summary(console: Console, result: RunResult) -> None:
     passed = sum(value == "passed" for value in checks.values())
     stages = manifest.get("stage_seconds", {})
     timing = ", ".join(f"{name} {seconds:.2f} s" for name, seconds in stages.items())
-    table = Table(title=f"Run {result.run_id}: {outcome}")
-    for name in ("period", "currency", "billed", "effective", "list", "net", "lines"):
-        table.add_column(name, justify="left" if name in ("period", "currency") else "right")
-    for row in manifest.get("totals", []):
-        table.add_row(
-            row["billing_period"],
-            row["billing_currency"],
-            *(f"{Decimal(row[key]):,.2f}" for key in ("billed_cost", "effective_cost")),
-            *(f"{Decimal(row[key]):,.2f}" for key in ("list_cost", "net_cost")),
-            row["cost_lines"],
-        )
-    console.print(table)
-    console.print(
-        f"periods: {', '.join(periods) or 'none'} (new deliveries: {', '.join(new) or 'none'})"
-    )
-    console.print(f"checks: {passed} of {len(checks)} passed")
-    console.print(f"time: {timing} (total {sum(stages.values()):.2f} s)")
     log.info(
         "run %s %s; periods %s; new deliveries %s; checks %d/%d passed; %.2f s",
         result.run_id,
@@ -175,6 +154,35 @@ def print_summary(console: Console, result: RunResult) -> None:
         sum(stages.values()),
         extra={"stage": "summary"},
     )
+    if result.status != "published":  # a no-change run says only that
+        console.print(
+            f"no change: the inputs give the content of snapshot {manifest.get('unchanged_from')}, "
+            "which stays current",
+            highlight=False,
+            soft_wrap=True,
+        )
+        return
+    names = ("period", "currency", "billed", "effective", "list", "net", "lines")
+    print_table(
+        f"Run {result.run_id}: published; the bill by period (rounded to the cent)",
+        [Column(name, numeric=name not in ("period", "currency")) for name in names],
+        [
+            [
+                row["billing_period"],
+                row["billing_currency"],
+                *(f"{Decimal(row[key]):,.2f}" for key in ("billed_cost", "effective_cost")),
+                *(f"{Decimal(row[key]):,.2f}" for key in ("list_cost", "net_cost")),
+                str(row["cost_lines"]),
+            ]
+            for row in manifest.get("totals", [])
+        ],
+        console=console,
+    )
+    console.print(
+        f"periods: {', '.join(periods) or 'none'} (new deliveries: {', '.join(new) or 'none'})"
+    )
+    console.print(f"checks: {passed} of {len(checks)} passed")
+    console.print(f"time: {timing} (total {sum(stages.values()):.2f} s)")
 
 
 def collect_status(warehouse: Path) -> dict[str, Any]:
@@ -216,7 +224,8 @@ def _periods(warehouse: Path) -> list[dict[str, Any]]:
     database = warehouse / DATABASE_NAME
     if not database.is_file():
         return []
-    con = duckdb.connect()  # attach: see publish.database_snapshot for why not connect(path)
+    # attach: see snapshots.database_snapshot for why not connect(path)
+    con = connect(settings=reader_settings(database))
     try:
         con.execute(f"attach {literal(database)} as served (read_only)")
         con.execute("use served")
@@ -266,7 +275,7 @@ def status(config_path: Path | None, output_format: str) -> None:
     if output_format == "json":
         click.echo(json.dumps(found, indent=2))
         return
-    _print_status(Console(), found)
+    _print_status(terminal(), found)
 
 
 def _print_status(console: Console, found: dict[str, Any]) -> None:
@@ -315,17 +324,21 @@ def _print_status(console: Console, found: dict[str, Any]) -> None:
             highlight=False,
         )
     if found["periods"]:
-        table = Table(title="Billing periods (final: invoiced; open, provisional: may change)")
-        for name in ("period", "provider", "account", "currency", "status", "billed", "lines"):
-            table.add_column(name, justify="right" if name in ("billed", "lines") else "left")
-        for item in found["periods"]:
-            table.add_row(
-                item["billing_period"],
-                item["provider"],
-                item["billing_account_id"],
-                item["billing_currency"],
-                item["period_status"],
-                f"{Decimal(item['billed_cost']):,.2f}",
-                str(item["cost_lines"]),
-            )
-        console.print(table)
+        names = ("period", "provider", "account", "currency", "status", "billed", "lines")
+        print_table(
+            "Billing periods (final: invoiced; open, provisional: may change; rounded to the cent)",
+            [Column(name, numeric=name in ("billed", "lines")) for name in names],
+            [
+                [
+                    item["billing_period"],
+                    item["provider"],
+                    item["billing_account_id"],
+                    item["billing_currency"],
+                    item["period_status"],
+                    f"{Decimal(item['billed_cost']):,.2f}",
+                    str(item["cost_lines"]),
+                ]
+                for item in found["periods"]
+            ],
+            console=console,
+        )

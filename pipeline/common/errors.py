@@ -2,11 +2,27 @@
 
 from __future__ import annotations
 
+import re
+
+# user:password@ (or a token@) in a URL: never echoed in a message or a run record
+_URL_CREDENTIALS = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@'\"]+@")
+
+
+def redact_urls(text: str) -> str:
+    """``text`` with the credentials of every URL in it replaced by ***."""
+    return _URL_CREDENTIALS.sub(r"\1***@", text)
+
 
 class RuncostError(Exception):
-    """Base error. The CLI prints ``error: <message>`` and exits with ``exit_code``."""
+    """Base error. The CLI prints ``error: <message>`` and exits with ``exit_code``.
+
+    Its text never shows credentials written into a URL (an endpoint_url with user:password@).
+    """
 
     exit_code = 1
+
+    def __str__(self) -> str:
+        return redact_urls(super().__str__())
 
 
 class ConfigError(RuncostError):

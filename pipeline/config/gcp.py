@@ -23,6 +23,11 @@ class GcpSettings:
     start_date: date | None = None  # the first run backfills from here
     api_endpoint: str | None = None  # a local endpoint (tests); anonymous credentials then
     files: tuple[str, ...] = ()  # BigQuery extract files (NDJSON or Parquet), folders or globs
+    read_api: str = "auto"  # "storage" (Storage Read API), "rest" (query result pages) or "auto"
+    storage_api_endpoint: str | None = None  # a local Storage Read API host:port (tests)
+
+
+READ_APIS = ("auto", "storage", "rest")
 
 
 def _parse_gcp_files(section: dict[str, Any], base: Path, where: str) -> tuple[str, ...]:
@@ -95,8 +100,25 @@ def parse_gcp(section: dict[str, Any], base: Path, where: str) -> GcpSettings:
             f"{where}: gcp.api_endpoint must be an http:// or https:// URL, such as "
             '"http://127.0.0.1:9050" (a local BigQuery endpoint; leave it out for Google\'s)'
         )
+    read_api = section.get("read_api", "auto")
+    if read_api not in READ_APIS:
+        raise ConfigError(
+            f'{where}: gcp.read_api must be "auto" (the Storage Read API when '
+            'google-cloud-bigquery-storage is installed, else REST), "storage" or "rest"'
+        )
+    storage = section.get("storage_api_endpoint")
+    if storage is not None and (
+        not isinstance(storage, str) or not re.fullmatch(r"127\.0\.0\.1:\d+|localhost:\d+", storage)
+    ):
+        raise ConfigError(
+            f"{where}: gcp.storage_api_endpoint must be a local host:port, such as "
+            '"127.0.0.1:9060" (a local Storage Read API endpoint, plaintext gRPC; leave it out '
+            "for Google's)"
+        )
     return GcpSettings(
         tables=tuple(tables),
+        read_api=read_api,
+        storage_api_endpoint=storage,
         billing_project=billing_project,
         window_days=window,
         start_date=start,

@@ -116,7 +116,16 @@ _SECTIONS: dict[str, set[str]] = {
         *PERIOD_WAREHOUSE_KEYS,
     },
     "aws": {"exports", "endpoint_url", "region"},
-    "gcp": {"files", "tables", "billing_project", "window_days", "start_date", "api_endpoint"},
+    "gcp": {
+        "files",
+        "tables",
+        "billing_project",
+        "window_days",
+        "start_date",
+        "api_endpoint",
+        "read_api",
+        "storage_api_endpoint",
+    },
     "telemetry": {"path", "sources", "on_error", "keep_published"},
     "attribution": {"attempt_tag_keys", "experiment_tag_keys", "resource_time"},
     "economics": {

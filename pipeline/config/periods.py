@@ -96,6 +96,9 @@ def _parse_prices(value: Any, where: str) -> tuple[EstimatePrice, ...]:
     return tuple(prices)
 
 
+MAX_PRICE = Decimal("1e9")
+
+
 def _price(value: Any, what: str) -> Decimal:
     # a TOML float such as 32.77 is read back through its text, so the decimal is exact
     if isinstance(value, bool) or not isinstance(value, int | float | str):
@@ -106,4 +109,9 @@ def _price(value: Any, what: str) -> Decimal:
         raise ConfigError(f"{what}: price_per_hour {value!r} is not a number") from error
     if not price.is_finite() or price < 0:
         raise ConfigError(f"{what}: price_per_hour must be 0 or more, not {value!r}")
+    if price >= MAX_PRICE:
+        raise ConfigError(
+            f"{what}: price_per_hour {value!r} is not a price per hour (it must be below "
+            f"{MAX_PRICE:.0e}, and DECIMAL(38, 10) sums overflow beyond); write the hourly price"
+        )
     return price

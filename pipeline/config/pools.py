@@ -15,6 +15,27 @@ from pipeline.common.errors import ConfigError
 COST_LINE_COLUMNS = frozenset(
     {
         "line_id",
+        "source_format",
+        "provider_name",
+        "publisher_name",
+        "invoice_issuer_name",
+        "service_category",
+        "charge_frequency",
+        "pricing_category",
+        "pricing_quantity",
+        "consumed_unit",
+        "list_unit_price",
+        "contracted_unit_price",
+        "contracted_cost",
+        "commitment_discount_category",
+        "commitment_discount_id",
+        "commitment_discount_name",
+        "commitment_discount_status",
+        "commitment_discount_type",
+        "region_name",
+        "resource_name",
+        "resource_type",
+        "sku_price_id",
         "provider",
         "source_delivery",
         "source_file",
@@ -217,6 +238,13 @@ def validate_condition(text: str, columns: frozenset[str], what: str) -> exp.Exp
         raise ConfigError(f"{what}: must be exactly one SQL condition, without ';'")
     expression = parsed[0]
     for node in expression.walk():
+        volatile = _volatile(node)
+        if volatile:
+            raise ConfigError(
+                f"{what}: {volatile}() gives another answer on every run (every night would "
+                "republish, and no number could be explained again); select lines by their "
+                "columns and constants only"
+            )
         if isinstance(node, _FORBIDDEN):
             raise ConfigError(
                 f"{what}: only a condition over columns is allowed, not a query or statement"
@@ -237,6 +265,27 @@ def validate_condition(text: str, columns: frozenset[str], what: str) -> exp.Exp
             f"\"service_name = 'AmazonEKS'\"; {expression.sql(dialect='duckdb')!r} is a value"
         )
     return expression
+
+
+# functions whose result changes between runs (or reads the session): never in a selector
+_VOLATILE = frozenset(
+    {
+        "random", "rand", "setseed", "uuid", "gen_random_uuid", "uuidv4", "uuidv7", "getenv",
+        "current_setting", "now", "today", "current_date", "current_time", "current_timestamp",
+        "current_localtime", "current_localtimestamp", "get_current_time",
+        "get_current_timestamp", "transaction_timestamp", "nextval", "currval",
+    }
+)  # fmt: skip
+_VOLATILE_NODES = (exp.Rand, exp.CurrentDate, exp.CurrentTime, exp.CurrentTimestamp)
+
+
+def _volatile(node: exp.Expression) -> str | None:
+    if isinstance(node, _VOLATILE_NODES):
+        return node.sql_name().lower()
+    if isinstance(node, exp.Func):
+        name = (node.name if isinstance(node, exp.Anonymous) else node.sql_name()).lower()
+        return name if name in _VOLATILE else None
+    return None
 
 
 def _is_boolean(node: exp.Expression) -> bool:

@@ -1,4 +1,9 @@
-"""Tag keys as users write them (`attempt-id`, `ml:attempt_id`), normalized as CUR 2.0 does."""
+"""Tag keys as users write them (`attempt-id`, `ml:attempt_id`), spelled as each provider stores.
+
+One configured key serves every provider (DESIGN.md section 7): CUR lines are searched under the
+CUR-normalized `resource_tags` key (`attempt-id` -> `user_attempt_id`); Google Cloud labels (and
+GKE's `k8s-label/<key>`) and FOCUS `Tags` under the key exactly as configured.
+"""
 
 from __future__ import annotations
 
@@ -13,6 +18,9 @@ from pipeline.common.errors import ConfigError
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _NOT_WORD = re.compile(r"[^a-z0-9]+")
 _PREFIXES = ("user_", "aws_")
+# Google Cloud label keys: a lowercase letter first, then lowercase letters, digits, _ and -, at
+# most 63 characters (https://cloud.google.com/compute/docs/labeling-resources#requirements).
+_GCP_LABEL = re.compile(r"[a-z][a-z0-9_-]{0,62}")
 
 
 def cur_tag_key(key: str) -> str:
@@ -53,3 +61,31 @@ def cur_tag_keys(keys: Iterable[str]) -> list[str]:
     for key in keys:
         seen.setdefault(cur_tag_key(key), None)
     return list(seen)
+
+
+def exact_tag_keys(keys: Iterable[str]) -> list[str]:
+    """Each key as configured (surrounding spaces dropped), first occurrence kept: the keys
+    searched in Google Cloud labels and FOCUS `Tags`, which keep keys as the provider wrote them."""
+    seen: dict[str, None] = {}
+    for key in keys:
+        stripped = key.strip()
+        if not stripped:
+            raise ConfigError(
+                f'tag key {key!r} is empty; write it as on the resources, such as "attempt-id"'
+            )
+        seen.setdefault(stripped, None)
+    return list(seen)
+
+
+def gcp_label_problem(key: str) -> str | None:
+    """Why ``key`` can never be a Google Cloud label key (it may still be a GKE pod label, read
+    as `k8s-label/<key>`), or None when it can be one."""
+    if _GCP_LABEL.fullmatch(key.strip()):
+        return None
+    return (
+        f"tag key {key.strip()!r} cannot be a Google Cloud label key (a lowercase letter first, "
+        "then lowercase letters, digits, _ and -, at most 63 characters): GCP lines are searched "
+        "for it "
+        "only as a GKE pod label (k8s-label/<key>); add the key as it is written on your GCP "
+        'resources, such as "attempt-id", to attempt_tag_keys or experiment_tag_keys'
+    )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import secrets
 import shutil
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,7 +23,9 @@ from pipeline.ingest.cur_validate import (
     check_period,
     note_extra_columns,
 )
+from pipeline.ingest.cur_values import DataFile, check_distinct_files, check_values
 from pipeline.ingest.export_source import ExportSource, LocalExportSource, SourceFile
+from pipeline.ingest.redelivery import check_shrink
 from pipeline.warehouse.raw_store import Delivery, RawStore, safe_name, sha256_file
 
 log = logging.getLogger("runcost")
@@ -42,15 +45,19 @@ class _Staged:
     folder: Path
     files: list[dict[str, object]]
     converted: list[dict[str, object]]
+    data: list[Path]  # the Parquet files queries will read
 
 
-def ingest_aws_exports(config: Config) -> list[Delivery]:
-    """Ingest every new delivery of config.aws_exports into raw/aws/; return the current ones."""
+def ingest_aws_exports(config: Config, allow_shrink: Iterable[str] = ()) -> list[Delivery]:
+    """Ingest every new delivery of config.aws_exports into raw/aws/; return the current ones.
+
+    ``allow_shrink``: periods whose re-delivery may empty or shrink them this once.
+    """
     store = RawStore(config.warehouse / "raw", PROVIDER)
     sources = open_sources(config)
     staging = config.warehouse / _STAGING / secrets.token_hex(4)
     try:
-        return _ingest(config, store, sources, staging)
+        return _ingest(config, store, sources, staging, tuple(allow_shrink))
     finally:
         shutil.rmtree(staging, ignore_errors=True)
         if staging.parent.is_dir() and not any(staging.parent.iterdir()):
@@ -58,13 +65,28 @@ def ingest_aws_exports(config: Config) -> list[Delivery]:
 
 
 def _ingest(
-    config: Config, store: RawStore, sources: list[ExportSource], staging: Path
+    config: Config,
+    store: RawStore,
+    sources: list[ExportSource],
+    staging: Path,
+    allow_shrink: tuple[str, ...],
 ) -> list[Delivery]:
     # Download, check and convert everything first: an error leaves raw/ exactly as it was.
     staged: list[_Staged] = []
     shown: dict[tuple[str, str], str] = {}
     for source in sources:
-        for period in periods(source):
+        found = periods(source)
+        # an S3 prefix with no object is a wrong bucket, prefix or export name; a local folder
+        # may be made before the first delivery (night one: estimates from telemetry alone)
+        empty_s3 = str(source.location).startswith("s3://") and not found
+        if empty_s3 and not source.list_files(""):
+            raise InputError(
+                f"{source.location}: the export holds no files; aws.exports must name the "
+                "export's own folder or prefix (<prefix>/<export-name>, holding data/ and "
+                "metadata/): check the bucket, prefix and export name, and that AWS has "
+                "delivered it"
+            )
+        for period in found:
             planned = plan(source, period, store)
             if planned is None or _is_older(store, planned):
                 continue
@@ -81,6 +103,12 @@ def _ingest(
     for (export, period), delivery_id in kept_ids.items():
         if delivery_id is not None:
             store.verify(export, period, delivery_id, full=False)
+    for item in staged:  # every check passes before the first commit
+        planned = item.planned
+        check_shrink(
+            store, planned.source.export_name, planned.period, planned.delivery_id, item.data,
+            planned.where, allow_shrink,
+        )  # fmt: skip
 
     new = set()
     for item in staged:
@@ -187,6 +215,7 @@ def _stage(planned: Planned, folder: Path, config: Config) -> _Staged:
     source = planned.source
     folder.mkdir(parents=True)
     files: list[dict[str, object]] = []
+    downloaded: list[DataFile] = []
     parquet: list[tuple[Path, str]] = []
     to_convert: list[tuple[Path, Path, str]] = []
     for name, file in planned.files:
@@ -210,6 +239,7 @@ def _stage(planned: Planned, folder: Path, config: Config) -> _Staged:
                 "run again once the export has finished writing"
             )
         files.append({"name": name, "source": where, "etag": file.etag})
+        downloaded.append(DataFile(target, where))
         if name.endswith(".parquet"):
             check_magic_file(target, where)
         if needs_conversion(target):
@@ -220,6 +250,8 @@ def _stage(planned: Planned, folder: Path, config: Config) -> _Staged:
         else:
             _check_parquet(target, where, planned.period, config)
             parquet.append((target, where))
+
+    check_distinct_files(downloaded)
 
     def check(schema: pa.Schema, where: str) -> None:
         check_columns(schema, where, config)
@@ -238,12 +270,17 @@ def _stage(planned: Planned, folder: Path, config: Config) -> _Staged:
             "delivery holds one format, so re-deliver it"
         )
     data_files = [result.path for result in results] or [path for path, _ in parquet]
+    checked = [
+        DataFile(result.path, where, True)
+        for (_s, _t, where), result in zip(to_convert, results, strict=True)
+    ]
+    check_values(checked or [DataFile(path, where) for path, where in parquet])
     check_delivery(data_files, planned.where, planned.period, config)
     if planned.manifest is not None:
         key, _file, content = planned.manifest
         if content is not None:
             (folder / safe_name(Path(key).name)).write_bytes(content)
-    return _Staged(planned, folder, files, converted_entries)
+    return _Staged(planned, folder, files, converted_entries, data_files)
 
 
 def check_magic_file(path: Path, where: str) -> None:

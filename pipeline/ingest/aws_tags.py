@@ -11,9 +11,10 @@ from typing import Any
 import duckdb
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 
+from pipeline.common.duck import connect
 from pipeline.common.errors import InputError
 from pipeline.config.tags import aws_tag_cur_key, cur_tag_key
-from pipeline.warehouse.snapshots import DATABASE_NAME
+from pipeline.warehouse.snapshots import DATABASE_NAME, reader_settings
 
 log = logging.getLogger("runcost")
 PERMISSION = "ce:ListCostAllocationTags"
@@ -113,12 +114,14 @@ def tag_coverage(warehouse: Path) -> list[dict[str, Any]] | None:
     database = warehouse / DATABASE_NAME
     if not database.is_file():
         return None
-    con = duckdb.connect(str(database), read_only=True)
+    con = connect(database, read_only=True, settings=reader_settings(database))
     try:
         cursor = con.execute(
-            "select billing_period, sub_account_id, service_name, billing_currency, total_cost, "
-            "attempt_tagged_share, experiment_tagged_share from marts.tag_coverage "
-            "order by billing_period, sub_account_id, total_cost desc, service_name"
+            "select provider, source_format, billing_period, sub_account_id, service_name, "
+            "billing_currency, total_cost, attempt_tagged_share, experiment_tagged_share, "
+            "attempt_tag_keys, experiment_tag_keys from marts.tag_coverage "
+            "order by provider, source_format, billing_period, sub_account_id, total_cost desc, "
+            "service_name"
         )
         names = [column[0] for column in cursor.description]
         return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]

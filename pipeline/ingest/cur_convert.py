@@ -119,6 +119,7 @@ class _Plan:
     legacy: bool
     extras: tuple[str, ...]
     source_columns: int
+    typed_columns: tuple[tuple[str, str, int], ...] = ()  # (name, kind, position) read from text
 
 
 def _plan(names: list[str], where: str, typed: bool = False) -> _Plan:
@@ -134,9 +135,12 @@ def _plan(names: list[str], where: str, typed: bool = False) -> _Plan:
                 header.extras.append(name)
     outputs: list[tuple[str, str]] = []
     expressions: list[str] = []
+    typed_columns: list[tuple[str, str, int]] = []
     for name, kind in aws_cur2.ALL_COLUMNS:
         if name in header.columns:
             expressions.append(_cast(f"c{header.columns[name]}", kind, typed))
+            if kind in ("double", "timestamp"):
+                typed_columns.append((name, kind, header.columns[name]))
         elif legacy and name in header.maps:
             expressions.append(_legacy_map(header.maps[name]))
         else:
@@ -148,7 +152,12 @@ def _plan(names: list[str], where: str, typed: bool = False) -> _Plan:
         f"{expr} as {name}" for expr, (name, _) in zip(expressions, outputs, strict=True)
     )
     return _Plan(
-        aws_cur2.arrow_schema(tuple(outputs)), select, legacy, tuple(header.extras), len(names)
+        aws_cur2.arrow_schema(tuple(outputs)),
+        select,
+        legacy,
+        tuple(header.extras),
+        len(names),
+        tuple(typed_columns),
     )
 
 
@@ -201,6 +210,8 @@ def _run(source: Path, kind: str, plan: _Plan, target: Path, where: str) -> int:
                 rows += table.num_rows
     except duckdb.Error as error:
         target.unlink(missing_ok=True)
+        if kind != "parquet":
+            _refuse_bad_cell(con, reader, plan, where)
         detail = " ".join(str(error).split())
         raise InputError(
             f"{where}: cannot read it as a CUR CSV export ({detail[:600]}); the file is damaged "
@@ -209,6 +220,33 @@ def _run(source: Path, kind: str, plan: _Plan, target: Path, where: str) -> int:
     finally:
         con.close()
     return rows
+
+
+def _refuse_bad_cell(con: duckdb.DuckDBPyConnection, reader: str, plan: _Plan, where: str) -> None:
+    """After a failed conversion: name the first cell that is not a number or a time."""
+    for name, kind, position in plan.typed_columns:
+        wanted = "double" if kind == "double" else "timestamptz"
+        text = f"nullif(trim(c{position}), '')"
+        try:
+            found = con.execute(
+                f"select line, value from (select row_number() over () + 1 as line, "
+                f"c{position} as value, {text} as text from {reader}) where text is not null "
+                f"and try_cast(text as {wanted}) is null order by line limit 1"
+            ).fetchone()
+        except duckdb.Error:
+            return  # the CSV itself is broken: the caller says so
+        if found is not None:
+            what = (
+                "a number such as 12.5 (no currency sign)"
+                if kind == "double"
+                else ("a time such as 2026-10-01T00:00:00Z")
+            )
+            raise InputError(
+                f"{where}: line {found[0]}, column {name}: {found[1]!r} is refused; it must be "
+                f"{what}. Fix the export (re-deliver the file as AWS wrote it, or correct the "
+                "copy) and run again; nothing of this delivery was stored in raw/, so the "
+                "corrected copy is read afresh on the next run"
+            )
 
 
 def _unzip(source: Path, target: Path, where: str) -> Path:

@@ -82,14 +82,14 @@ def plan(source: ExportSource, period: Period, store: RawStore) -> Planned | Non
     manifest = _manifest(source, period)
     if manifest is None:
         if period.legacy:
-            log.warning(
-                "%s: no %s<report>%s; a legacy CUR period is read only through its manifest, "
-                "so it was skipped",
-                source.describe(period.folder),
-                period.folder,
-                _MANIFEST_SUFFIX,
+            # legacy assembly folders carry no time: without the manifest there is no telling
+            # which one is current, so the run stops rather than leave the period out silently
+            raise InputError(
+                f"{source.describe(period.folder)}: legacy CUR period {period.period} has no "
+                f"{period.folder}<report>{_MANIFEST_SUFFIX}, and only the manifest says which "
+                "assembly folder is current; copy the manifest AWS wrote into that folder, or "
+                "move the folder out of the export to leave the period out"
             )
-            return None
         return _plan_without_manifest(source, period)
     where = source.describe(manifest.key)
     delivered = _create_new_time(manifest.key) or manifest.modified
@@ -138,7 +138,13 @@ def plan(source: ExportSource, period: Period, store: RawStore) -> Planned | Non
 
 
 def local_key(entry: str, period: Period, where: str) -> str:
-    """Map a listed file (s3://bucket/prefix/<export>/data/... or a key) onto the export root."""
+    """Map a listed file (s3://bucket/prefix/<export>/data/... or a key) onto the export root.
+
+    A legacy CUR report with no S3 prefix lists its keys with a leading `/`
+    (`/<report>/20261001-20261101/<assembly>/<report>-1.csv.gz`): those are keys, not paths.
+    """
+    if period.legacy and entry.startswith("/") and not entry.startswith("//"):
+        entry = entry.lstrip("/")
     if entry.startswith("/") or re.match(r"^[A-Za-z]:[\\/]", entry):
         raise InputError(
             f"{where}: lists {entry}, an absolute path; manifest entries must be s3:// URIs or "

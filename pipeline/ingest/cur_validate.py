@@ -13,6 +13,7 @@ import pyarrow.parquet as pq
 from pipeline.common.duck import connect, literal
 from pipeline.common.errors import InputError
 from pipeline.config.loader import Config
+from pipeline.ingest.precision import note_rounding
 from schemas import aws_cur2
 
 PARQUET_HINT = (
@@ -124,6 +125,33 @@ def note_extra_columns(names: list[str], where: str) -> None:
         )
 
 
+# the CUR 2.0 money columns staging reads as DECIMAL(38, 10)
+MONEY_COLUMNS = frozenset(
+    {
+        "line_item_unblended_cost",
+        "line_item_net_unblended_cost",
+        "pricing_public_on_demand_cost",
+        "savings_plan_savings_plan_effective_cost",
+        "savings_plan_net_savings_plan_effective_cost",
+        "savings_plan_total_commitment_to_date",
+        "savings_plan_used_commitment",
+        "savings_plan_recurring_commitment_for_billing_period",
+        "reservation_effective_cost",
+        "reservation_net_effective_cost",
+        "reservation_unused_amortized_upfront_fee_for_billing_period",
+        "reservation_net_unused_amortized_upfront_fee_for_billing_period",
+        "reservation_unused_recurring_fee",
+        "reservation_net_unused_recurring_fee",
+        "split_line_item_split_cost",
+        "split_line_item_unused_cost",
+        "split_line_item_net_split_cost",
+        "split_line_item_net_unused_cost",
+        "split_line_item_public_on_demand_split_cost",
+        "split_line_item_public_on_demand_unused_cost",
+    }
+)
+
+
 def check_delivery(files: list[Path], where: str, period: str, config: Config) -> None:
     """Refuse a delivery billed in several currencies; warn when its lines are daily."""
     if not files:
@@ -138,6 +166,7 @@ def check_delivery(files: list[Path], where: str, period: str, config: Config) -
             ).fetchall()
         }
         source = f"read_parquet({listed}, union_by_name = true)"
+        note_rounding(con, source, sorted(names & MONEY_COLUMNS), where)
         if "line_item_currency_code" in names:
             currencies = [
                 row[0]

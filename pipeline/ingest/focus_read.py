@@ -15,6 +15,7 @@ import pyarrow.csv as pacsv
 
 from pipeline.common.duck import identifier, literal
 from pipeline.common.errors import InputError
+from pipeline.ingest.precision import note_rounding
 from schemas import focus
 
 log = logging.getLogger("runcost")
@@ -227,19 +228,7 @@ def _check_values(
 
 
 def _note_precision(con: duckdb.DuckDBPyConnection, path: Path, money: list[str]) -> None:
-    if not money:
-        return
-    finer = " + ".join(
-        f"count(*) filter (where {name} <> cast({name} as decimal(38, 10)))" for name in money
-    )
-    count = con.execute(f"select {finer} from {TYPED}").fetchone()[0]
-    if count:
-        log.info(
-            "%s: %d decimal values carry more than 10 decimal places; raw/ keeps them whole, "
-            "cost lines round them to DECIMAL(38, 10)",
-            path,
-            count,
-        )
+    note_rounding(con, TYPED, money, str(path))
 
 
 def _parse(text: str, kind: str) -> str:

@@ -16,7 +16,14 @@ from google.cloud import bigquery
 
 from pipeline.common.errors import InputError
 from pipeline.config.loader import Config
-from pipeline.ingest.gcp_bigquery_client import job_project, make_client, query, translated
+from pipeline.ingest.gcp_bigquery_client import (
+    job_project,
+    make_client,
+    make_read_client,
+    query,
+    translated,
+)
+from pipeline.ingest.gcp_bigquery_storage import stream_partition
 from pipeline.ingest.gcp_bigquery_table import ExportTable, inspect_table
 from pipeline.ingest.gcp_partitions import (
     Fingerprint,
@@ -86,6 +93,7 @@ def ingest_gcp_tables(config: Config, today: date | None = None) -> GcpIngest:
 def _ingest(config: Config, store: RawStore, staging: Path, today: date) -> GcpIngest:
     settings = config.gcp
     clients: dict[str, bigquery.Client] = {}
+    read_client = None
     staged: list[_Staged] = []
     result = GcpIngest()
     # Read everything first: an error leaves raw/ exactly as it was.
@@ -94,6 +102,8 @@ def _ingest(config: Config, store: RawStore, staging: Path, today: date) -> GcpI
         if project not in clients:
             clients[project] = make_client(settings, project)
         client = clients[project]
+        if read_client is None:  # after make_client, whose error names the credentials' fix
+            read_client = make_read_client(settings)
         table = inspect_table(client, table_id)
         stored = _stored(store, table_id)
         first, last = scan_range(settings, sorted(stored), today)
@@ -107,7 +117,7 @@ def _ingest(config: Config, store: RawStore, staging: Path, today: date) -> GcpI
                 reads, delivery_id = 0, known[0]
             else:
                 folder = staging / f"{len(staged):04d}"
-                item = _read_partition(client, table, day, fingerprint, folder)
+                item = _read_partition(client, table, day, fingerprint, folder, read_client)
                 staged.append(item)
                 fingerprint, reads, delivery_id = item.fingerprint, item.reads, item.delivery_id
             partitions.append(
@@ -199,20 +209,34 @@ def _stored(store: RawStore, table_id: str) -> dict[date, tuple[str, Fingerprint
 
 
 def _read_partition(
-    client: bigquery.Client, table: ExportTable, day: date, before: Fingerprint, folder: Path
+    client: bigquery.Client,
+    table: ExportTable,
+    day: date,
+    before: Fingerprint,
+    folder: Path,
+    read_client: Any = None,
 ) -> _Staged:
     """Read one partition whole; read it again while its fingerprint moves under the read."""
     seen = [before]
     for reads in range(1, MAX_READS + 1):
-        with translated(client, table.table_id):
-            rows = query(
-                client, fetch_sql(table.table_id, table.columns), {"partition": day}, table.table_id
-            ).to_arrow(create_bqstorage_client=False)
-        after = partition_fingerprint(client, table.table_id, day)
-        if after == seen[-1] and rows.num_rows == after.rows:
-            folder.mkdir(parents=True)
+        folder.mkdir(parents=True, exist_ok=True)
+        if read_client is not None:  # Arrow batches streamed to Parquet, never whole in memory
+            count = stream_partition(read_client, table, day, client.project, folder / DATA_FILE)
+        else:
+            with translated(client, table.table_id):
+                rows = query(
+                    client,
+                    fetch_sql(table.table_id, table.columns),
+                    {"partition": day},
+                    table.table_id,
+                ).to_arrow(create_bqstorage_client=False)
             pq.write_table(rows, folder / DATA_FILE)
+            count = rows.num_rows
+            del rows
+        after = partition_fingerprint(client, table.table_id, day)
+        if after == seen[-1] and count == after.rows:
             return _Staged(table, day, after, reads, folder)
+        (folder / DATA_FILE).unlink()
         log.warning(
             "%s: partition %s changed while it was read (%d rows before, %d after); reading "
             "it again",

@@ -90,3 +90,50 @@ def message(error: api_errors.GoogleAPICallError) -> str:
     """BigQuery's own message for a failed call (the first detailed error, else the summary)."""
     details = [item.get("message", "") for item in error.errors or [] if isinstance(item, dict)]
     return next((item for item in details if item), error.message)
+
+
+def make_read_client(settings: GcpSettings) -> Any | None:
+    """A BigQuery Storage Read API client, or None for the REST path.
+
+    gcp.read_api = "rest" never uses it; "storage" requires it; "auto" uses it when
+    google-cloud-bigquery-storage is installed and the endpoint is Google's, or
+    gcp.storage_api_endpoint names a local one (plaintext gRPC, anonymous).
+    """
+    if settings.read_api == "rest":
+        return None
+    try:
+        from google.cloud import bigquery_storage_v1
+    except ImportError:
+        if settings.read_api == "storage":
+            raise ConfigError(
+                'gcp.read_api = "storage" needs google-cloud-bigquery-storage: '
+                "pip install 'runcost[bigquery-storage]', or set gcp.read_api = \"rest\""
+            ) from None
+        return None
+    if settings.storage_api_endpoint is not None:
+        import grpc
+        from google.cloud.bigquery_storage_v1.services.big_query_read.transports import (
+            BigQueryReadGrpcTransport,
+        )
+
+        # as the library's own channel: a ReadRows response may be up to about 10 MB
+        channel = grpc.insecure_channel(
+            settings.storage_api_endpoint,
+            options=[("grpc.max_send_message_length", -1), ("grpc.max_receive_message_length", -1)],
+        )
+        return bigquery_storage_v1.BigQueryReadClient(
+            transport=BigQueryReadGrpcTransport(channel=channel)
+        )
+    if settings.api_endpoint is not None:  # a local REST endpoint and no local Storage one
+        if settings.read_api == "storage":
+            raise ConfigError(
+                'gcp.read_api = "storage" with gcp.api_endpoint needs gcp.storage_api_endpoint'
+            )
+        return None
+    try:
+        return bigquery_storage_v1.BigQueryReadClient()
+    except auth_errors.DefaultCredentialsError as error:
+        raise ConfigError(
+            "gcp.tables: no Google credentials found for the BigQuery Storage Read API; run "
+            "`gcloud auth application-default login` or set GOOGLE_APPLICATION_CREDENTIALS"
+        ) from error

@@ -21,8 +21,10 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from pipeline.common.duck import connect
 from pipeline.common.errors import InputError
 from pipeline.config.loader import Config
+from pipeline.ingest.precision import note_rounding
 from pipeline.warehouse.raw_store import Delivery, RawStore, sha256_file
 from schemas import gcp_billing
 
@@ -100,6 +102,7 @@ def _read(export: str, paths: list[Path]) -> list[_Partition]:
     for path in paths:
         table = _read_parquet(path) if path.suffix == ".parquet" else _read_ndjson(path)
         _check_table(table, path)
+        _note_rounding(table, path)
         for day, part in _split_by_day(table, path):
             by_day[day].append((path, part))
         _check_months(table, path, export, months[export])
@@ -192,7 +195,7 @@ def _converter(kind: pa.DataType, column: str) -> Converter:
     built once per column, so a row costs no type dispatch."""
 
     def fail(path: Path, row: int, what: str, value: Any) -> InputError:
-        return InputError(f"{path}: row {row}: {column} must be {what}, not {value!r:.60}")
+        return InputError(f"{path}: row {row}: {column} must be {what}, not {value!r}")
 
     if pa.types.is_struct(kind):
         fields = [(item.name, _converter(item.type, f"{column}.{item.name}")) for item in kind]
@@ -214,7 +217,7 @@ def _converter(kind: pa.DataType, column: str) -> Converter:
             if not isinstance(value, list):
                 raise InputError(
                     f"{path}: row {row}: {column} must be a JSON list (a REPEATED field), not "
-                    f"{value!r:.60}; export the table with a BigQuery extract job, which keeps "
+                    f"{value!r}; export the table with a BigQuery extract job, which keeps "
                     "repeated fields as lists"
                 )
             return [element(item, path, row) for item in value]
@@ -271,7 +274,7 @@ def _timestamp(value: Any, where: str) -> datetime:
         moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError as error:
         raise InputError(
-            f"{where} is not a timestamp ({value!r:.60}); expected '2026-10-12 10:00:00 UTC' "
+            f"{where} is not a timestamp ({value!r}); expected '2026-10-12 10:00:00 UTC' "
             "or ISO 8601"
         ) from error
     return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
@@ -290,6 +293,21 @@ def _check_table(table: pa.Table, path: Path) -> None:
         )
     if not table.num_rows:
         log.warning("%s: no rows", path)
+
+
+def _note_rounding(table: pa.Table, path: Path) -> None:
+    """Log money (cost, cost_at_list, credits) with more than 10 decimal places."""
+    con = connect()
+    try:
+        con.register("export_rows", table)
+        money = [name for name in ("cost", "cost_at_list") if name in table.column_names]
+        parts = [f"select {name} as amount from export_rows" for name in money]
+        parts.append(
+            "select unnest(list_transform(credits, lambda c: c.amount)) as amount from export_rows"
+        )
+        note_rounding(con, "(" + " union all ".join(parts) + ")", ["amount"], str(path))
+    finally:
+        con.close()
 
 
 def _split_by_day(table: pa.Table, path: Path) -> list[tuple[str, pa.Table]]:

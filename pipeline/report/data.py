@@ -292,9 +292,21 @@ def cost_quality(
         )
         how = f"{cost} against {metric} relative to the experiment's quality_threshold"
     model = "where allocation_model = 'fully_loaded'" if "allocation_model" in names else ""
+    on_frontier = frontier or "false"
+    source = f"{table} {model}"
+    if "quality_metric" in names:
+        # each experiment may measure its own metric: the frontier compares within a metric,
+        # so an experiment alone on its metric is on no frontier
+        on_frontier = f"({on_frontier} and peers > 1)"
+        label = f"{label} || ' (' || quality_metric || ')'"
+        source = (
+            f"(select *, count(distinct experiment_id) over (partition by quality_metric) "
+            f"as peers from {table} {model})"
+        )
+        how += "; the frontier compares experiments measuring the same metric"
     rows = con.execute(
         f"select cast({label} as varchar), cast(sum({cost}) as double), "
-        f"cast({quality} as double), coalesce(bool_or({frontier or 'false'}), false) "
-        f"from {table} {model} group by all having {quality} is not null order by 2, 1"
+        f"cast({quality} as double), coalesce(bool_or({on_frontier}), false) "
+        f"from {source} group by all having {quality} is not null order by 2, 1"
     ).fetchall()
     return [(str(a), float(b), float(c), bool(d)) for a, b, c, d in rows], how

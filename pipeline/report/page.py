@@ -13,6 +13,7 @@ import duckdb
 
 from pipeline import __version__
 from pipeline.report import data
+from pipeline.report.analyst import analyst_sections
 from pipeline.report.svg import PALETTE, Stack, line_chart, scatter, stacked_bars
 
 KIND_COLORS = {"attributed": "#4e79a7", "shared": "#f28e2b", "unallocated": "#bab0ac"}
@@ -33,7 +34,9 @@ EXPERIMENT_HEADERS += ["fully loaded", "failed attempts' cost (fully loaded)"]
 COST_QUALITY_MARTS = ("marts.cost_quality_frontier", "marts.cost_quality")
 
 STYLE = """
-body { font-family: system-ui, sans-serif; color: #1f2937; margin: 24px auto; max-width: 1000px; }
+body { font-family: system-ui, sans-serif; color: #1f2937; margin: 24px auto; max-width: 1000px;
+  padding: 0 16px; box-sizing: border-box; }
+div.table { max-width: 100%; overflow-x: auto; }
 h1 { font-size: 22px; margin-bottom: 4px; } h2 { font-size: 18px; margin-top: 36px; }
 h3 { font-size: 14px; margin: 18px 0 6px; color: #374151; }
 p.note, p.meta { color: #6b7280; font-size: 13px; margin: 4px 0; }
@@ -67,6 +70,19 @@ CHECK_SCRIPT = """
     svg.setAttribute("data-marks-drawn", String(drawn));
     if (!(box.width > 0 && box.height > 0 && drawn > 0)) { ok = false; }
   });
+  // a chart label outside its chart's box is clipped; a page wider than the window scrolls
+  var clipped = 0;
+  charts.forEach(function (svg) {
+    var view = svg.viewBox.baseVal;
+    svg.querySelectorAll("text").forEach(function (text) {
+      var b = text.getBBox();
+      if (b.x < view.x - 0.5 || b.y < view.y - 0.5 || b.x + b.width > view.x + view.width + 0.5 ||
+          b.y + b.height > view.y + view.height + 0.5) { clipped += 1; }
+    });
+  });
+  document.body.setAttribute("data-clipped-labels", String(clipped));
+  document.body.setAttribute("data-page-width", String(document.documentElement.scrollWidth));
+  document.body.setAttribute("data-window-width", String(window.innerWidth));
   document.body.setAttribute("data-report-rendered", ok ? "ok" : "failed");
   document.title = document.title + (ok ? " (rendered)" : " (chart failed)");
 })();
@@ -79,6 +95,7 @@ def render(con: duckdb.DuckDBPyConnection, source: str) -> str:
     sections = [
         _spend_by_day(con),
         _experiments(con),
+        *analyst_sections(con, _table),
         _reconciliation(con),
         _tag_coverage(con),
         _cost_quality(con),
@@ -237,8 +254,9 @@ def _reconciliation(con: duckdb.DuckDBPyConnection) -> str:
         "attributed + shared + unallocated = the bill, and the difference must be 0. "
         "A period is final once every line carries an invoice id (invoiced), open while the "
         "period runs, provisional after it ends until it is invoiced.</p>"
+        + "<div class='table'>"
         + _table([name.replace("_", " ") for name in names], rows, numeric, status_column=status)
-        + "</section>"
+        + "</div></section>"
     )
 
 
@@ -281,8 +299,8 @@ def _cost_quality(con: duckdb.DuckDBPyConnection) -> str:
         return "\n".join(parts)
     parts.append(
         f"<p class='note'>Each experiment's {escape(how)} from {escape(table)}; red points are "
-        "on the frontier (no cheaper comparable experiment is as good); above the dashed line "
-        "an experiment beat its own quality bar.</p>"
+        "on the frontier (no cheaper experiment measuring the same metric is as good); above "
+        "the dashed line an experiment beat its own quality bar.</p>"
     )
     parts.append(
         scatter(

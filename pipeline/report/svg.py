@@ -67,7 +67,10 @@ def stacked_bars(
     if horizontal:
         label_width = min(220, 12 + 7 * max((len(c) for c in categories), default=4))
         band = 34
-        left, right, top, bottom = label_width, 24, 12, 32
+        # room right of the longest bar for its total, so the label is never clipped
+        totals = [money(positive[i] + negative[i]) for i in range(len(categories))]
+        right = 12 + 7 * max((len(text) for text in totals), default=4)
+        left, top, bottom = label_width, 12, 32
         height = top + bottom + band * max(1, len(categories))
         length = width - left - right
     else:
@@ -221,7 +224,11 @@ def scatter(
         color = "#e15759" if highlighted else "#4e79a7"
         tip = f"{label}: {short(x_value)}, {y_value:g}" + (" (frontier)" if highlighted else "")
         parts.append(_circle(x, y, 6 if highlighted else 5, color, tip))
-        parts.append(_text(x + 8, y - 6, label, "start"))
+        # a label near the right edge runs leftwards, so it is never clipped
+        right_half = x > left + inner_w / 2
+        parts.append(
+            _text(x - 8 if right_half else x + 8, y - 6, label, "end" if right_half else "start")
+        )
     parts.append("</svg>")
     return "\n".join(parts)
 

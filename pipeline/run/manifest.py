@@ -28,6 +28,7 @@ class RunManifest:
     started_at: str = field(default_factory=now_text)
     status: str = "running"  # published, unchanged, failed, failed_checks (interrupted: recovery)
     pid: int = field(default_factory=os.getpid)
+    allow_shrink: list[str] | None = None  # runcost run --allow-shrink: periods allowed once
     inputs: dict[str, Any] | None = None
     previous_snapshot: str | None = None
     code_hash: str | None = None

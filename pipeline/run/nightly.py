@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -11,7 +12,7 @@ from pathlib import Path
 import duckdb
 
 from pipeline import __version__
-from pipeline.common.errors import CheckFailed
+from pipeline.common.errors import CheckFailed, redact_urls
 from pipeline.config.loader import Config
 from pipeline.dag.build import BuildReport
 from pipeline.dag.engines.base import Engine
@@ -30,7 +31,12 @@ from pipeline.run.record import (
     period_statuses,
     totals,
 )
-from pipeline.run.recovery import recover_dead_runs
+from pipeline.run.recovery import (
+    manifest_text,
+    record_failure,
+    record_published,
+    recover_dead_runs,
+)
 from pipeline.run.settings import write_settings
 from pipeline.run.sources import register_sources
 from pipeline.warehouse.lock import WarehouseLock
@@ -70,12 +76,14 @@ def run_pipeline(
     on_event: Callable[[RunEvent], None] | None = None,
     now: datetime | None = None,
     checkpoint: Checkpoint | None = None,
+    allow_shrink: tuple[str, ...] = (),
 ) -> RunResult:
     """Run every stage holding the warehouse lock; a failed check raises CheckFailed.
 
     ``now`` is the run clock (default: the current time): estimates stop there and a billing
     period that has not ended by then is open. ``checkpoint`` is called at each point the run
-    reaches (see pipeline.run.events.Checkpoint).
+    reaches (see pipeline.run.events.Checkpoint). ``allow_shrink``: billing periods whose
+    re-delivery may empty or shrink them this once (runcost run --allow-shrink).
     """
     run_id = new_run_id()
     clock = now or datetime.now(UTC)
@@ -91,6 +99,7 @@ def run_pipeline(
             config_fingerprint=config.fingerprint(),
             config_hash=config_hash(config),
             clock=clock.isoformat(timespec="seconds"),
+            allow_shrink=list(allow_shrink),
         )
         manifest.write(run_dir)
         events = Events(progress, on_event, timings, checkpoint)
@@ -99,15 +108,16 @@ def run_pipeline(
         except CheckFailed:
             raise  # recorded as failed_checks where the checks ran
         except BaseException as error:
-            manifest.finish("failed", events.rounded(), error=f"{type(error).__name__}: {error}")
-            manifest.write(run_dir)
+            error_text = redact_urls(f"{type(error).__name__}: {error}")
+            manifest.finish("failed", events.rounded(), error=error_text)
+            record_failure(run_dir, manifest.record())
             raise
 
 
 def _run(
     config: Config, events: Events, run_dir: Path, manifest: RunManifest, clock: datetime
 ) -> RunResult:
-    ingested = stages.ingest(config, events)
+    ingested = stages.ingest(config, events, manifest.allow_shrink or ())
     manifest.inputs = dict(ingested.record)
     telemetry = stages.telemetry(config, events)
     manifest.inputs["telemetry"] = {name: table.num_rows for name, table in telemetry.items()}
@@ -136,7 +146,15 @@ def _run(
             stages.inspect_build(con, config, clock)
         manifest.totals, manifest.periods = totals(con), period_statuses(con)
         manifest.estimates = estimate_summary(con)
-        published = stages.publish_snapshot(con, config, manifest.run_id, models, events)
+        published = stages.publish_snapshot(
+            con,
+            config,
+            manifest.run_id,
+            models,
+            events,
+            written=getattr(engine, "published_files", None),
+            record=_record_at_switch(manifest, events),
+        )
     finally:
         if engine is not None:
             engine.close()
@@ -145,20 +163,12 @@ def _run(
     stages.discard_build(run_dir, database_path)
     events.checkpoint("manifest")
     rows = {table.name: table.rows for table in published.contents}
-    manifest.finish(
-        published.status,
-        events.rounded(),
-        unchanged_from=published.unchanged_from,
-        outputs=rows,
-        content_hashes=published.hashes,
-        content_hash=snapshot_hash(published.hashes),
-        snapshot=str(published.folder),
-    )
+    _finish(manifest, published, events)
     return RunResult(
         run_id=manifest.run_id,
         database=config.warehouse / DATABASE_NAME,
         snapshot=published.folder,
-        manifest=manifest.write(run_dir),
+        manifest=record_published(run_dir, manifest.record()),
         deliveries=ingested.deliveries,
         report=report,
         stage_seconds=dict(events.stages),
@@ -166,6 +176,29 @@ def _run(
         status=published.status,
         content_hashes=published.hashes,
     )
+
+
+def _finish(manifest: RunManifest, published: stages.Published, events: Events) -> None:
+    manifest.finish(
+        published.status,
+        events.rounded(),
+        unchanged_from=published.unchanged_from,
+        outputs={table.name: table.rows for table in published.contents},
+        content_hashes=published.hashes,
+        content_hash=snapshot_hash(published.hashes),
+        snapshot=str(published.folder),
+    )
+
+
+def _record_at_switch(manifest: RunManifest, events: Events) -> Callable[[stages.Published], str]:
+    """The record a publish switches in with CURRENT and runcost.duckdb: already published."""
+
+    def record(published: stages.Published) -> str:
+        final = copy.deepcopy(manifest)
+        _finish(final, published, events)
+        return manifest_text(final.record())
+
+    return record
 
 
 def _prepare_build(

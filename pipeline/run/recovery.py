@@ -4,18 +4,44 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import shutil
 from pathlib import Path
 
+from pipeline.run.as_of import write_snapshot_database
 from pipeline.run.manifest import write_manifest
-from pipeline.warehouse.snapshots import current_snapshot, discard_snapshot, recover
+from pipeline.warehouse.commit import check_database
+from pipeline.warehouse.snapshots import (
+    DATABASE_NAME,
+    current_snapshot,
+    database_snapshot,
+    discard_snapshot,
+    recover,
+    snapshot_record,
+)
 
 log = logging.getLogger("runcost")
 
 
+STAGING = ".ingest-staging"
+
+
 def recover_dead_runs(warehouse: Path) -> None:
-    """Under the lock: clean what dead runs left and record how they ended."""
+    """Under the lock: clean what dead runs left, repair what they broke, record how they ended.
+
+    Repairs an empty or partial CURRENT and a runcost.duckdb that does not read back (from the
+    snapshot CURRENT names); removes temporary files and the ingest staging folders of dead
+    runs (a run holding the lock has not started its own). Each repair is logged.
+    """
     removed = recover(warehouse)
+    staging = warehouse / STAGING
+    if staging.is_dir():
+        removed.extend(sorted(staging.iterdir()))
+        shutil.rmtree(staging, ignore_errors=True)
+    removed.extend(path for path in warehouse.glob("runs/*/.manifest.json.tmp") if path.is_file())
+    for path in warehouse.glob("runs/*/.manifest.json.tmp"):
+        path.unlink(missing_ok=True)
+    repair_database(warehouse)
     current = current_snapshot(warehouse)
     current_id = current["run_id"] if current else None
     for manifest_path in sorted(warehouse.glob("runs/*/manifest.json")):
@@ -23,9 +49,12 @@ def recover_dead_runs(warehouse: Path) -> None:
             manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
+        run_dir = manifest_path.parent
+        if manifest.get("status") == "published":
+            # killed after its record switched in, before it deleted its build: never kept
+            _drop_build(run_dir)
         if manifest.get("status") != "running":
             continue
-        run_dir = manifest_path.parent
         if manifest.get("run_id") == current_id:
             # it died after its snapshot became current, before writing its outcome
             manifest.update(status="published", snapshot=current["snapshot"], recovered=True)
@@ -34,9 +63,7 @@ def recover_dead_runs(warehouse: Path) -> None:
             if discard_snapshot(warehouse, run_dir.name):
                 removed.append(warehouse / "snapshots" / run_dir.name)
         # a killed build is of no use for inspection (unlike a failed check's): free the disk
-        for leftover in ("build.duckdb", "build.duckdb.wal"):
-            (run_dir / leftover).unlink(missing_ok=True)
-        shutil.rmtree(run_dir / "tmp", ignore_errors=True)
+        _drop_build(run_dir)
         log.warning(
             "run %s stopped without recording its outcome (killed or crashed); marked %s",
             run_dir.name,
@@ -45,4 +72,65 @@ def recover_dead_runs(warehouse: Path) -> None:
         )
         write_manifest(run_dir, manifest)
     for path in removed:
-        log.info("removed %s left by a run that died", path, extra={"stage": "recover"})
+        log.warning("removed %s left by a run that died", path, extra={"stage": "recover"})
+
+
+def _drop_build(run_dir: Path) -> None:
+    for leftover in ("build.duckdb", "build.duckdb.wal"):
+        (run_dir / leftover).unlink(missing_ok=True)
+    shutil.rmtree(run_dir / "tmp", ignore_errors=True)
+
+
+def repair_database(warehouse: Path) -> None:
+    """Rewrite runcost.duckdb from the current snapshot when it does not read back."""
+    current = current_snapshot(warehouse)
+    database = warehouse / DATABASE_NAME
+    if current is None or database_snapshot(warehouse) is not None:
+        return
+    folder = Path(current["snapshot"])
+    if snapshot_record(folder) is None:
+        return
+    temporary = warehouse / f".{DATABASE_NAME}.repair.tmp"
+    temporary.unlink(missing_ok=True)
+    write_snapshot_database(folder, temporary)
+    check_database(temporary, current["run_id"])
+    os.replace(temporary, database)
+    log.warning(
+        "%s was missing, empty or unreadable (a crash or a full disk); rewrote it from the "
+        "current snapshot %s",
+        database,
+        current["run_id"],
+        extra={"stage": "recover"},
+    )
+
+
+def record_failure(run_dir: Path, manifest: dict) -> None:
+    """Write a failed run's record; a full disk must not hide the error that ended the run."""
+    try:
+        write_manifest(run_dir, manifest)
+    except OSError as error:
+        (run_dir / ".manifest.json.tmp").unlink(missing_ok=True)
+        log.warning(
+            "could not record the failure in %s (%s); the next run marks it interrupted",
+            run_dir / "manifest.json",
+            error.strerror or error,
+            extra={"stage": "record"},
+        )
+
+
+def record_published(run_dir: Path, manifest: dict) -> Path:
+    """Rewrite a published run's record with its timings; it already says published."""
+    try:
+        return write_manifest(run_dir, manifest)
+    except OSError as error:
+        (run_dir / ".manifest.json.tmp").unlink(missing_ok=True)
+        log.warning(
+            "the snapshot is current, but its record's final timings could not be written (%s)",
+            error.strerror or error,
+            extra={"stage": "record"},
+        )
+        return run_dir / "manifest.json"
+
+
+def manifest_text(manifest: dict) -> str:
+    return json.dumps(manifest, indent=2, default=str) + "\n"

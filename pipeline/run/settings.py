@@ -7,7 +7,7 @@ from dataclasses import fields, replace
 import duckdb
 
 from pipeline.config.loader import Config, Economics
-from pipeline.config.tags import cur_tag_keys
+from pipeline.config.tags import cur_tag_keys, exact_tag_keys
 from pipeline.run.history import create_history_inputs
 
 ECONOMICS_COLUMNS = tuple(item.name for item in fields(Economics))
@@ -24,20 +24,24 @@ def write_settings(con: duckdb.DuckDBPyConnection, config: Config) -> None:
 def write_pool_settings(con: duckdb.DuckDBPyConnection, config: Config) -> None:
     """Create config.attribution and config.pools; values go in as parameters, never as SQL.
 
-    Tag keys are written as CUR names them (`attempt-id` -> `user_attempt_id`)
-    (pipeline.config.tags).
+    Tag keys are written twice: as CUR names them (`attempt-id` -> `user_attempt_id`), the
+    keys of AWS CUR lines, and exactly as configured, the keys of Google Cloud labels and FOCUS
+    `Tags` (pipeline.config.tags).
     """
     con.execute("create schema if not exists config")
     con.execute(
         "create or replace table config.attribution ("
-        "attempt_tag_keys varchar[], experiment_tag_keys varchar[], resource_time boolean)"
+        "attempt_tag_keys varchar[], experiment_tag_keys varchar[], resource_time boolean, "
+        "attempt_label_keys varchar[], experiment_label_keys varchar[])"
     )
     con.execute(
-        "insert into config.attribution values (?, ?, ?)",
+        "insert into config.attribution values (?, ?, ?, ?, ?)",
         [
             cur_tag_keys(config.attempt_tag_keys),
             cur_tag_keys(config.experiment_tag_keys),
             config.resource_time,
+            exact_tag_keys(config.attempt_tag_keys),
+            exact_tag_keys(config.experiment_tag_keys),
         ],
     )
     con.execute(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import shutil
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -67,8 +68,11 @@ class Published:
     unchanged_from: str | None = None
 
 
-def ingest(config: Config, events: Events) -> Ingested:
-    """Copy new deliveries of every configured billing source into raw/."""
+def ingest(config: Config, events: Events, allow_shrink: Iterable[str] = ()) -> Ingested:
+    """Copy new deliveries of every configured billing source into raw/.
+
+    ``allow_shrink``: periods whose re-delivery may empty or shrink them this once.
+    """
     sources = [
         name
         for name, used in (
@@ -80,7 +84,7 @@ def ingest(config: Config, events: Events) -> Ingested:
         if used
     ]
     events.start("ingest", ", ".join(sources) or "no billing source configured")
-    deliveries = [*ingest_aws_exports(config), *ingest_gcp_files(config)]
+    deliveries = [*ingest_aws_exports(config, allow_shrink), *ingest_gcp_files(config)]
     gcp = ingest_gcp_tables(config)  # nothing to do without gcp.tables
     deliveries += [*gcp.deliveries, *ingest_focus_files(config)]
     new = sum(item.new for item in deliveries)
@@ -167,14 +171,25 @@ def publish_snapshot(
     run_id: str,
     models: list[Model],
     events: Events,
+    written: dict[str, Path] | None = None,
+    record: Callable[[Published], str] | None = None,
 ) -> Published:
-    """Publish the built tables as a new snapshot, unless they equal the current one."""
+    """Publish the built tables as a new snapshot, unless they equal the current one.
+
+    ``written``: the tables an engine wrote as Parquet already (Spark), moved into the snapshot.
+    ``record(published)`` gives the run's record, written to runs/<run_id>/manifest.json in
+    the same switch as CURRENT and runcost.duckdb.
+    """
     events.start("publish", "snapshot")
-    contents = table_contents(con)
+    contents = table_contents(con, written)
     views = view_contents(con, published_views(models))
     hashes = content_hashes(contents, views)
     same_as = unchanged_snapshot(config.warehouse, hashes, ignore=HISTORY_TABLES)
     if same_as is None:
+        folder = config.warehouse / "snapshots" / run_id
+        manifest = config.warehouse / "runs" / run_id / "manifest.json"
+        outcome = Published("published", folder, contents, hashes)
+        records = [(manifest, record(outcome))] if record else []
         snapshot = publish(
             con,
             config.warehouse,
@@ -183,6 +198,7 @@ def publish_snapshot(
             checkpoint=events.checkpoint,
             retention_days=config.periods.snapshot_retention_days,
             views=views,
+            records=records,
         )
         events.done("publish", f"snapshot {run_id} is current")
         return Published("published", snapshot.folder, contents, hashes)

@@ -81,8 +81,16 @@ class GcpRow:
                 tags.setdefault(key.removeprefix("k8s-label/"), value)
         return tags
 
-    pricing_unit = "hour"  # the oracle's resource-time rule: a GCP row spans its whole window
-    usage_amount = 0.0
+    @property
+    def pricing_unit(self) -> str:
+        """The oracle's resource-time rule: time-unit usage runs `usage_amount` hours of the
+        window ("Hrs", as for AWS); any other unit spans the whole window."""
+        return "Hrs" if self.usage[1] in ("seconds", "hour") else self.usage[2]
+
+    @property
+    def usage_amount(self) -> Decimal:
+        amount, unit, _pricing = self.usage
+        return amount / 3600 if unit == "seconds" else amount
 
 
 @dataclass(frozen=True)

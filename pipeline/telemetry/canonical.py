@@ -163,6 +163,8 @@ def convert(column: str, dtype: pl.DataType, target: pl.DataType) -> tuple[pl.Ex
         ]
     present = _present(column, dtype)
     if target == pl.String:
+        if column.endswith("_id"):  # ids are trimmed alike: " att-1" is att-1, like resource ids
+            text = text.str.strip_chars()
         return pl.when(text != "").then(text), []
     # Numbers go through their text form so 8, "8", 8.0 and "8.0" read alike and 8.5 is refused.
     number = text.str.strip_chars()

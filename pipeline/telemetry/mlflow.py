@@ -1,8 +1,9 @@
-"""MLflow tracking store (SQLite file) -> canonical attempts and attempt_resources."""
+"""MLflow tracking store (a server over REST, or an SQLite file) -> canonical attempts."""
 
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import math
 import sqlite3
 from contextlib import closing
@@ -13,8 +14,12 @@ import pyarrow as pa
 
 from pipeline.common.errors import InputError
 from pipeline.telemetry.adapters import Outcome, table
+from pipeline.telemetry.mlflow_rest import Store, fetch, refuse_secrets
 
-# alembic heads whose core tables (experiments, runs, tags, metrics) this reader was checked on.
+log = logging.getLogger("runcost")
+
+# alembic heads whose core tables (experiments, runs, tags, metrics) this reader was checked on;
+# a newer store is read when it still has the columns in _COLUMNS.
 SUPPORTED_VERSIONS = ("dc11669786a5",)  # mlflow 3.17.2
 STATUSES = {
     "FINISHED": "succeeded",
@@ -52,28 +57,71 @@ OPTIONS = {
     "id_prefix",
     "metric",
     "resource_tag",
-    "accept_schema_version",
+    "accept_schema_version",  # no longer needed: newer stores are read when their columns fit
+    "tracking_uri",
+    "experiments",
+    "token_env",
+    "started_after",
+    "page_size",
 }
+# Options only a tracking server source takes.
+_SERVER_OPTIONS = ("experiments", "token_env", "started_after", "page_size")
 
 
 def read(source: dict[str, object], label: str) -> dict[str, pa.Table]:
-    """Read every run of an MLflow SQLite store as an attempt (see docs/telemetry.md)."""
+    """Read every run of an MLflow store as an attempt (see docs/telemetry.md).
+
+    options.tracking_uri: a tracking server, read over its REST API; else source["path"]: an
+    SQLite store file.
+    """
     options: dict[str, Any] = dict(source.get("options") or {})  # type: ignore[call-overload]
+    refuse_secrets(options, label)
     unknown = sorted(set(options) - OPTIONS)
     if unknown:
         raise InputError(
             f"{label}: unknown option(s) {', '.join(unknown)}; mlflow options are "
             f"{', '.join(sorted(OPTIONS))}"
         )
-    path = _store_path(source["path"], label)
-    outcome = Outcome(source, label)
+    if options.get("tracking_uri"):
+        if source.get("path"):
+            raise InputError(
+                f"{label}: set either path (an SQLite store) or options.tracking_uri (a "
+                "tracking server), not both"
+            )
+        store = fetch(options, label)
+    else:
+        stray = [name for name in _SERVER_OPTIONS if name in options]
+        if stray:
+            raise InputError(
+                f"{label}: option(s) {', '.join(stray)} need options.tracking_uri (a tracking "
+                "server); an SQLite store is read whole"
+            )
+        if not source.get("path"):
+            raise InputError(
+                f'{label}: set options.tracking_uri = "http://host:5000" (a tracking server) '
+                "or path = the SQLite store file"
+            )
+        store = _sqlite_store(_store_path(source["path"], label), label)
+    return _tables(store, options, Outcome(source, label), label)
+
+
+def _sqlite_store(path: Path, label: str) -> Store:
     with closing(_connect(path, label)) as con:
-        _check_schema(con, path, label, options.get("accept_schema_version"))
-        runs = _query(con, "select * from runs order by start_time, run_uuid")
-        names = dict(_query_rows(con, "select experiment_id, name from experiments"))
-        tags = _by_run(_query_rows(con, "select run_uuid, key, value from tags"))
-        params = _by_run(_params(con))
-        metrics = _latest_metrics(con)
+        _check_schema(con, path, label)
+        return Store(
+            where=str(path),
+            runs=_query(con, "select * from runs order by start_time, run_uuid"),
+            names=dict(_query_rows(con, "select experiment_id, name from experiments")),
+            tags=_by_run(_query_rows(con, "select run_uuid, key, value from tags")),
+            params=_by_run(_params(con)),
+            metrics=_latest_metrics(con),
+        )
+
+
+def _tables(
+    store: Store, options: dict[str, Any], outcome: Outcome, label: str
+) -> dict[str, pa.Table]:
+    names, tags, params, metrics = store.names, store.tags, store.params, store.metrics
     prefix = str(options.get("id_prefix", "mlflow:"))
     attempt_tag = options.get("attempt_id_tag")
     experiment_tag = options.get("experiment_id_tag")
@@ -89,9 +137,9 @@ def read(source: dict[str, object], label: str) -> dict[str, pa.Table]:
     attempts: list[dict[str, Any]] = []
     resources: list[dict[str, Any]] = []
     seen: dict[str, str] = {}
-    for run in runs:
+    for run in store.runs:
         run_uuid = run["run_uuid"]
-        where = f"{path}: run {run_uuid}"
+        where = store.run_where.get(run_uuid) or f"{store.where}: run {run_uuid}"
         run_tags = tags.get(run_uuid, {})
         fields = {**params.get(run_uuid, {}), **run_tags}
         row = _attempt(run, run_tags, fields, names, experiment_tag, experiment_from, outcome)
@@ -180,8 +228,9 @@ def _store_path(value: object, label: str) -> Path:
         text = text[len("sqlite:///") :]
     elif "://" in text:
         raise InputError(
-            f"{label}: {text} is not an SQLite store; runcost reads MLflow SQLite files "
-            "(path = a .db file or sqlite:///path): export other backends to SQLite first"
+            f"{label}: {text} is not an SQLite store; read a tracking server with "
+            f'options.tracking_uri = "{text}" and options.experiments = ["name", ...], or set '
+            "path to a .db file (or sqlite:///path)"
         )
     path = Path(text)
     if not path.is_file():
@@ -201,28 +250,33 @@ def _connect(path: Path, label: str) -> sqlite3.Connection:
     return con
 
 
-def _check_schema(con: sqlite3.Connection, path: Path, label: str, accepted: object) -> None:
-    supported = (*SUPPORTED_VERSIONS, *([str(accepted)] if accepted else []))
+def _check_schema(con: sqlite3.Connection, path: Path, label: str) -> None:
+    """Refuse a store lacking a column runcost reads, naming it; any alembic version is fine."""
     try:
         versions = [row[0] for row in con.execute("select version_num from alembic_version")]
     except sqlite3.DatabaseError:
         versions = []
-    if not versions or versions[0] not in supported:
-        found = f"schema version {versions[0]}" if versions else "no alembic_version table"
-        raise InputError(
-            f"{label}: {path}: {found}; runcost reads MLflow stores at schema version(s) "
-            f"{', '.join(SUPPORTED_VERSIONS)} (mlflow 3.17.2). Upgrade the store with "
-            f"`mlflow db upgrade sqlite:///{path}`, or after checking it set "
-            f'options.accept_schema_version = "{versions[0] if versions else ""}"'
-        )
+    found = f"schema version {versions[0]}" if versions else "no alembic_version table"
     for name, needed in _COLUMNS.items():
         have = {row[1] for row in con.execute(f'pragma table_info("{name}")')}
-        missing = [column for column in needed if column not in have]
+        missing = [f"{name}.{column}" for column in needed if column not in have]
         if missing:
             raise InputError(
-                f"{label}: {path}: table {name} lacks {', '.join(missing)}; this is not an "
-                "MLflow tracking store runcost can read"
+                f"{label}: {path}: "
+                + (f"table {name}" if not have else f"column {', '.join(missing)}")
+                + f" is missing ({found}); runcost reads "
+                + "; ".join(f"{t}({', '.join(c)})" for t, c in _COLUMNS.items())
+                + ". Point path at an MLflow tracking store, or read the tracking server with "
+                "options.tracking_uri"
             )
+    if not versions or versions[0] not in SUPPORTED_VERSIONS:
+        log.info(
+            "%s: %s: %s, not one runcost was checked on (%s); the columns it reads are there",
+            label,
+            path,
+            found,
+            ", ".join(SUPPORTED_VERSIONS),
+        )
 
 
 def _query(con: sqlite3.Connection, sql: str) -> list[dict[str, Any]]:

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import csv
 import datetime as dt
+import functools
+import io
 import json
 import logging
 import re
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +25,7 @@ DEFAULTS: dict[str, Any] = {
     "experiment_key": "experiment_id",  # looked up in Tags, then HyperParameters
     "attempt_key": "attempt_id",  # optional; else the training job name
     "metric": None,  # FinalMetricDataList entry to keep; default the first
+    "gpus": {},  # more instance types: {"ml.x.y" = GPUs per instance}
     "on_error": "fail",
 }
 STATUSES = {
@@ -38,18 +43,18 @@ EVENTS = {
     "Completed": "finished",
     "Failed": "failed",
 }
-# GPUs per ml.* instance type; an unlisted type leaves gpu_count NULL.
-GPUS = {
-    "p3.2xlarge": 1, "p3.8xlarge": 4, "p3.16xlarge": 8, "p3dn.24xlarge": 8,
-    "p4d.24xlarge": 8, "p4de.24xlarge": 8, "p5.48xlarge": 8, "p5e.48xlarge": 8,
-    "p5en.48xlarge": 8, "p6-b200.48xlarge": 8,
-    "g4dn.xlarge": 1, "g4dn.2xlarge": 1, "g4dn.4xlarge": 1, "g4dn.8xlarge": 1,
-    "g4dn.16xlarge": 1, "g4dn.12xlarge": 4,
-    "g5.xlarge": 1, "g5.2xlarge": 1, "g5.4xlarge": 1, "g5.8xlarge": 1, "g5.16xlarge": 1,
-    "g5.12xlarge": 4, "g5.24xlarge": 4, "g5.48xlarge": 8,
-    "g6.xlarge": 1, "g6.2xlarge": 1, "g6.4xlarge": 1, "g6.8xlarge": 1, "g6.16xlarge": 1,
-    "g6.12xlarge": 4, "g6.24xlarge": 4, "g6.48xlarge": 8,
-}  # fmt: skip
+# ml.* instance type -> (accelerators per instance, their type): the instance types SageMaker
+# documents for training, as data; an unlisted type is refused (options.gpus adds types).
+INSTANCE_TABLE = "sagemaker_instance_types.csv"
+
+
+@functools.cache
+def instance_types() -> dict[str, tuple[int, str | None]]:
+    text = resources.files("pipeline.telemetry").joinpath("data", INSTANCE_TABLE).read_text()
+    return {
+        row["instance_type"]: (int(row["gpu_count"]), row["gpu_type"] or None)
+        for row in csv.DictReader(io.StringIO(text))
+    }
 
 
 def options(source: dict[str, object]) -> dict[str, Any]:
@@ -68,12 +73,23 @@ def read(source: dict[str, object], label: str) -> dict[str, pa.Table]:
     holding the job ARN as its resource for its own interval.
     """
     opts = options(source)
-    if not opts.get("path"):
+    if opts.get("jobs") is not None or opts.get("name_prefix") is not None:
+        if opts.get("path"):
+            raise InputError(
+                f"{label}: set either path (saved DescribeTrainingJob JSON) or jobs / "
+                "name_prefix (read through the SageMaker API), not both"
+            )
+        from pipeline.telemetry.sagemaker_api import describe_jobs
+
+        jobs = describe_jobs(opts, label)
+    elif not opts.get("path"):
         raise InputError(
-            f"{label}: sagemaker source has no path; set path to a DescribeTrainingJob JSON "
-            "file or a folder of them"
+            f'{label}: sagemaker source has no jobs; set options.jobs = ["name", ...] or '
+            "options.name_prefix (with created_after) to read them through the SageMaker API, "
+            "or path to a DescribeTrainingJob JSON file or a folder of them"
         )
-    jobs = list(_jobs(Path(str(opts["path"]))))
+    else:
+        jobs = list(_jobs(Path(str(opts["path"]))))
     attempts, resources, events, errors = [], [], [], []
     seen: dict[str, str] = {}
     for where, job in jobs:
@@ -177,12 +193,29 @@ def _lookup(job: dict, key: str | None) -> str | None:
     return str(value).strip().strip('"') or None if value is not None else None
 
 
-def _gpu_count(config: dict) -> int | None:
+def _gpu_count(config: dict, where: str, extra: dict) -> tuple[int | None, str | None]:
+    """(GPUs over all instances, GPU type) of a ResourceConfig; an unknown type is refused."""
+    if not isinstance(extra, dict):
+        raise InputError('options.gpus must be a table: gpus = { "ml.p5.48xlarge" = 8 }')
+    known = {**instance_types(), **{k: (int(v), None) for k, v in extra.items()}}
     groups = config.get("InstanceGroups") or [config]
-    counts = [GPUS.get(str(g.get("InstanceType", "")).removeprefix("ml.")) for g in groups]
-    if any(c is None for c in counts):
-        return None
-    return sum(c * int(g.get("InstanceCount") or 0) for c, g in zip(counts, groups, strict=True))
+    total, types = 0, set()
+    for group in groups:
+        kind = str(group.get("InstanceType") or "")
+        if not kind:
+            return None, None
+        if kind not in known:
+            raise InputError(
+                f"{where}: instance type {kind!r} is not in runcost's table of SageMaker "
+                f"training instance types ({INSTANCE_TABLE}); add it with options.gpus = "
+                f'{{ "{kind}" = <GPUs per instance> }} (0 for a CPU type), from the instance '
+                "type's page in the SageMaker pricing or instance-types documentation"
+            )
+        gpus, gpu_type = known[kind]
+        total += gpus * int(group.get("InstanceCount") or 0)
+        if gpu_type:
+            types.add(gpu_type)
+    return total, ",".join(sorted(types)) or None
 
 
 def _snake(status: str) -> str:
@@ -237,7 +270,7 @@ def job_rows(job: dict, where: str, opts: dict[str, Any]) -> tuple[list, list, l
         owner.append(len(spans) - 1)
     spans[-1][1] = end if final != "running" else None
     config = job.get("ResourceConfig") or {}
-    gpus = _gpu_count(config)
+    gpus, gpu_type = _gpu_count(config, where, opts.get("gpus") or {})
     metrics = job.get("FinalMetricDataList") or []
     metric = next(
         (m for m in metrics if not opts.get("metric") or m.get("MetricName") == opts["metric"]),
@@ -270,6 +303,7 @@ def job_rows(job: dict, where: str, opts: dict[str, Any]) -> tuple[list, list, l
                 "account_id": arn_parts[4] if len(arn_parts) > 5 else None,
                 "region": arn_parts[3] if len(arn_parts) > 5 else None,
                 "instance_type": config.get("InstanceType"),
+                "gpu_type": gpu_type,
                 "gpu_count": gpus,
                 "node_count": config.get("InstanceCount"),
                 "capacity_type": "spot" if job.get("EnableManagedSpotTraining") else "on_demand",

@@ -217,7 +217,10 @@ def _parsable_jobs(text: str, path: Path, zone: ZoneInfo | None, outcome: Outcom
             if job is None or job.job_id != base:
                 outcome.bad(where, f"step {raw_id} has no job row above it; export without -X")
             else:
-                _fold_step(job, row)
+                try:
+                    _fold_step(job, row)
+                except ValueError as exc:
+                    outcome.bad(where, str(exc))
         else:
             if job is not None:
                 yield job

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-import re
 from zoneinfo import ZoneInfo
+
+import hostlist
 
 log = logging.getLogger("runcost")
 
@@ -77,27 +78,20 @@ def parse_local_time(text: str, zone: ZoneInfo | None, column: str) -> dt.dateti
 
 
 def expand_hostlist(text: str) -> list[str]:
-    """Slurm hostlist -> node names: gpu-[01-02,07],cpu1 -> gpu-01 gpu-02 gpu-07 cpu1."""
+    """Slurm hostlist -> node names (python-hostlist): gpu-[01-02,07],cpu1 -> gpu-01 ... cpu1.
+
+    A malformed list (n[1-3, n[10-8], n[a-b]) raises ValueError naming it.
+    """
     if text.strip().lower() in NO_NODES:
         return []
-    names: list[str] = []
-    for part in re.findall(r"(?:[^,\[]|\[[^\]]*\])+", text.strip()):
-        expanded = [""]
-        for literal, ranges in re.findall(r"([^\[]*)(?:\[([^\]]*)\])?", part):
-            tails = [literal + value for value in _ranges(ranges, text)] if ranges else [literal]
-            expanded = [head + tail for head in expanded for tail in tails]
-        names.extend(expanded)
+    try:
+        names = hostlist.expand_hostlist(text.strip())
+    except hostlist.BadHostlist as exc:
+        raise ValueError(
+            f"NodeList {text!r} is not a Slurm hostlist ({exc}); export it as sacct writes it "
+            "(gpu-[01-04,07]) or check it with scontrol show hostnames"
+        ) from None
     return list(dict.fromkeys(names))
-
-
-def _ranges(ranges: str, text: str) -> list[str]:
-    values = []
-    for item in ranges.split(","):
-        low, dash, high = item.strip().partition("-")
-        if not low.isdigit() or (dash and not high.isdigit()):
-            raise ValueError(f"NodeList {text!r}: {item!r} is not N or N-M")
-        values.extend(str(n).zfill(len(low)) for n in range(int(low), int(high or low) + 1))
-    return values
 
 
 # ---- attempts and resources --------------------------------------------------------------

@@ -11,10 +11,10 @@ import duckdb
 import sqlglot
 from sqlglot import exp
 
-from pipeline.common.duck import connect
+from pipeline.common.duck import connect, literal
 from pipeline.common.errors import RuncostError
 from pipeline.config.loader import load_config
-from pipeline.warehouse.snapshots import DATABASE_NAME
+from pipeline.warehouse.snapshots import DATABASE_NAME, reader_settings
 
 READ_STATEMENTS = "select, with, from, values, pivot, unpivot, describe, show, summarize, explain"
 # Statement kinds a read can be made of. Anything else, and any of _WRITES anywhere inside one,
@@ -33,10 +33,27 @@ _WRITE_KEYWORDS = frozenset({
 # fmt: on
 
 
+ANALYST_SETTINGS = (
+    "set autoinstall_known_extensions = false",
+    "set autoload_known_extensions = false",
+)
+
+
 class QueryRefused(RuncostError):
     """A statement that is not a read, or that cannot be checked to be one."""
 
     exit_code = 2
+
+
+class InvalidQuery(RuncostError):
+    """A query DuckDB cannot parse: a bad query, exit 1 (docs/operations.md)."""
+
+
+# the duckdb shell, for what runcost sql does not run; the package is on PyPI
+SHELL_HINT = (
+    "for anything else use the duckdb shell (pip install duckdb-cli), from the warehouse folder: "
+    "duckdb -readonly runcost.duckdb"
+)
 
 
 def published_database(config_path: Path | None = None, database: Path | None = None) -> Path:
@@ -49,9 +66,21 @@ def published_database(config_path: Path | None = None, database: Path | None = 
 
 
 def open_snapshot(database: Path) -> duckdb.DuckDBPyConnection:
-    """Open a published database read-only, in UTC, with its settings locked."""
+    """Open a published database read-only, in UTC, with its settings locked.
+
+    Analysts' queries never fetch code or data from the network: no extension is installed or
+    loaded on demand, and files are readable only in the snapshot folders (the views' own).
+    """
     try:
-        con = connect(database, read_only=True)
+        con = connect(database, read_only=True, settings=reader_settings(database))
+        folders = {database.resolve().parent, *_snapshot_folders(con, database)}
+        for setting in ANALYST_SETTINGS:
+            con.execute(setting)
+        # the views name their Parquet relative to the warehouse (found through file_search_path)
+        names = [*(f"{folder}/" for folder in sorted(folders)), "snapshots/"]
+        allowed = "[" + ", ".join(literal(name) for name in names) + "]"
+        con.execute(f"set allowed_directories = {allowed}")
+        con.execute("set enable_external_access = false")
     except duckdb.Error as error:
         raise RuncostError(f"{database}: cannot be opened read-only: {error}") from error
     # a query cannot turn settings back on (external access, extensions, time zone)
@@ -59,11 +88,33 @@ def open_snapshot(database: Path) -> duckdb.DuckDBPyConnection:
     return con
 
 
+def _snapshot_folders(con: duckdb.DuckDBPyConnection, database: Path) -> list[Path]:
+    """The snapshots folder holding the one this database serves (its views read there)."""
+    try:
+        row = con.execute("select snapshot_folder from main.runcost_snapshot").fetchone()
+    except duckdb.Error:
+        return []
+    # relative to the database's folder (absolute in snapshots published before DuckDB 1.x views)
+    return [(database.parent / str(row[0])).resolve().parent] if row and row[0] else []
+
+
+def refuse_output_inside(output: Path, warehouse: Path) -> None:
+    """--output may not write into the warehouse (it would overwrite CURRENT or the database)."""
+    target, root = output.resolve(), warehouse.resolve()
+    if target == root or target.is_relative_to(root):
+        raise QueryRefused(
+            f"--output {output}: is inside the warehouse {warehouse}; runcost sql never writes "
+            "there (it could overwrite CURRENT, runcost.duckdb or a snapshot): write the result "
+            "outside it"
+        )
+
+
 def check_read_only(sql: str) -> str:
     """Return the one statement in ``sql`` if it only reads; raise QueryRefused otherwise."""
     first_word = _first_word(sql)
     if first_word in _WRITE_KEYWORDS:
         raise QueryRefused(_refusal(first_word))
+    check_syntax(sql)
     try:
         with _quiet_sqlglot():
             parsed = sqlglot.parse(sql, dialect="duckdb")
@@ -72,8 +123,7 @@ def check_read_only(sql: str) -> str:
         first = str(error).splitlines()[0]
         raise QueryRefused(
             f"the query could not be checked to be read-only ({first}); runcost sql runs "
-            f"{READ_STATEMENTS} statements. For anything else open the snapshot yourself: "
-            "duckdb -readonly warehouse/runcost.duckdb"
+            f"{READ_STATEMENTS} statements; {SHELL_HINT}"
         ) from error
     if not statements:
         raise QueryRefused("the query is empty; pass a statement such as select 1")
@@ -83,6 +133,24 @@ def check_read_only(sql: str) -> str:
         )
     _refuse_writes(statements[0])
     return sql
+
+
+def check_syntax(sql: str) -> None:
+    """Raise InvalidQuery with DuckDB's own parser message when DuckDB cannot parse ``sql``."""
+    con = connect()
+    try:
+        con.extract_statements(sql)
+    except duckdb.ParserException as error:
+        lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+        where = next((line for line in lines if line.startswith("LINE ")), "")
+        raise InvalidQuery(
+            f"the query is not valid SQL: {lines[0] if lines else error}"
+            + (f" ({where})" if where else "")
+            + "; fix it and run again, for example: "
+            'runcost sql "select * from marts.attempt_costs limit 5"'
+        ) from error
+    finally:
+        con.close()
 
 
 def _refuse_writes(statement: exp.Expression) -> None:

@@ -2,39 +2,49 @@
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import json
 import logging
 import os
 import re
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
 import duckdb
 
-from pipeline.common.errors import RuncostError
+from pipeline.warehouse.commit import (
+    PublishError,
+    check_database,
+    discard,
+    discard_prepared,
+    prepare,
+    switch,
+    write_failure,
+)
 from pipeline.warehouse.snapshots import (
     DATABASE_NAME,
     HASH_ALGORITHM,
     KEEP_SNAPSHOTS,
     SNAPSHOT_RECORD,
-    current_snapshot,
     prune,
     sql_path,
     sync_directory,
     sync_file,
     sync_tree,
-    write_current,
     write_durably,
+)
+from pipeline.warehouse.views import (
+    PublishedView,
+    TableContent,
+    relative_path,
+    write_views,
 )
 
 PUBLISHED_SCHEMAS = ("config", "normalized", "attribution", "allocation", "marts")
 TELEMETRY_VIEWS = ("attempts", "attempt_resources", "attempt_events", "experiments")
-PARTITION_COLUMN = "billing_period"
 # up to this many billing periods, publish copies each one with a filter (see _copy_table)
 MAX_FILTERED_PARTITIONS = 4
 SAFE_PARTITION = re.compile(r"[0-9A-Za-z_-]+")
@@ -42,36 +52,6 @@ LOSSY_TYPES = {"HUGEINT": "DECIMAL(38, 0)", "UHUGEINT": "DECIMAL(38, 0)"}
 
 Checkpoint = Callable[[str], None]
 log = logging.getLogger("runcost")
-
-
-class PublishError(RuncostError):
-    """The snapshot could not be written; the previous snapshot stays current."""
-
-
-@dataclass(frozen=True)
-class TableContent:
-    """One table to publish: where it is read from, its columns, rows and content hash."""
-
-    name: str
-    source: str
-    columns: tuple[tuple[str, str], ...]
-    rows: int
-    content_hash: str
-
-    @property
-    def partition_by(self) -> str | None:
-        names = [column for column, _ in self.columns]
-        return PARTITION_COLUMN if PARTITION_COLUMN in names and self.rows else None
-
-
-@dataclass(frozen=True)
-class PublishedView:
-    """A model published as a view: runcost.duckdb runs its SQL over the published tables."""
-
-    name: str
-    sql: str
-    columns: tuple[tuple[str, str], ...]
-    content_hash: str
 
 
 @dataclass(frozen=True)
@@ -85,13 +65,16 @@ class Snapshot:
     content_hashes: dict[str, str] = field(default_factory=dict)
 
 
-def table_contents(con: duckdb.DuckDBPyConnection) -> list[TableContent]:
-    """Every table a publish writes, with an order-independent hash of its rows and columns."""
-    contents = []
-    for schema, name in _tables(con):
+def table_contents(con: duckdb.DuckDBPyConnection, written: dict | None = None) -> list:
+    """Every table a publish writes, with an order-independent hash of its rows and columns;
+    ``written``: name -> Parquet an engine wrote already (``con`` has views over it)."""
+    written, contents = written or {}, []
+    tables = _tables(con) + sorted({tuple(n.split(".", 1)) for n in written} - set(_tables(con)))
+    for schema, name in tables:
         source = f"staging.{name}" if schema == "telemetry" else f"{schema}.{name}"
         columns, rows, digest = content_hash(con, source)
-        contents.append(TableContent(f"{schema}.{name}", source, columns, rows, digest))
+        key = f"{schema}.{name}"
+        contents.append(TableContent(key, source, columns, rows, digest, written.get(key)))
     return contents
 
 
@@ -176,11 +159,15 @@ def publish(
     checkpoint: Checkpoint | None = None,
     retention_days: int = 0,
     views: list[PublishedView] | None = None,
+    records: Sequence[tuple[Path, str]] = (),
 ) -> Snapshot:
     """Write the snapshot beside the current one and make it current in one atomic step.
 
-    The commit point is the rename of runcost.duckdb; CURRENT follows it, and recover() makes
-    CURRENT agree again after a crash between the two renames.
+    Everything that takes disk space is written first: the snapshot, runcost.duckdb (checked
+    to read back), CURRENT and each of ``records`` ((path, text), such as the run's record) as
+    temporary files. Then renames switch them together; the commit point is the rename of
+    runcost.duckdb, and recover() makes CURRENT agree again after a crash between renames. A
+    failure before the commit point leaves the previous snapshot current and readable.
     """
     reached = checkpoint or (lambda _point: None)
     contents = contents if contents is not None else table_contents(con)
@@ -207,7 +194,7 @@ def publish(
                     "rows": table.rows,
                     "content_hash": table.content_hash,
                     "partition_by": table.partition_by,
-                    "path": str(_relative_path(table)),
+                    "path": str(relative_path(table)),
                     "columns": [list(column) for column in table.columns],
                 }
                 for table in contents
@@ -221,17 +208,21 @@ def publish(
         sync_directory(snapshots)
         reached("publish:database")
         temporary.unlink(missing_ok=True)
-        _write_views(temporary, folder, contents, record, views)
+        write_views(temporary, folder, contents, record, views)
+        check_database(temporary, run_id)
         sync_file(temporary)
-    except (OSError, duckdb.Error) as error:
-        _discard(staging, temporary)
+        prepared = prepare(warehouse, run_id, folder, records)
+    except (OSError, duckdb.Error, PublishError) as error:
+        discard(staging, temporary)
+        discard_prepared(warehouse, run_id, records)
         shutil.rmtree(folder, ignore_errors=True)  # the run id is new: never the current one
-        raise _write_failure(error, staging, warehouse) from error
-    os.replace(temporary, database)  # the commit point
+        if isinstance(error, PublishError):
+            raise
+        raise write_failure(error, staging, warehouse) from error
+    switch(temporary, database, prepared)
     reached("publish:pointer")
     try:
         sync_directory(warehouse)
-        write_current(warehouse, run_id, folder)
         reached("publish:prune")
         prune(snapshots, keep=KEEP_SNAPSHOTS, current=run_id, retention_days=retention_days)
     except OSError as error:  # published already: the next run's recover() finishes the job
@@ -252,8 +243,11 @@ def publish(
 
 
 def _copy_table(con: duckdb.DuckDBPyConnection, table: TableContent, staging: Path) -> None:
-    target = staging / _relative_path(table)
+    target = staging / relative_path(table)
     target.parent.mkdir(parents=True, exist_ok=True)
+    if table.files is not None:
+        shutil.move(table.files, target)  # a rename when both are on one filesystem
+        return
     options = "format parquet, compression zstd"
     query = _parquet_query(table)
     if not table.partition_by:
@@ -309,92 +303,6 @@ def _parquet_query(table: TableContent) -> str:
     return f"select {columns} from {table.source}"
 
 
-def _relative_path(table: TableContent) -> Path:
-    schema, name = table.name.split(".", 1)
-    return Path(schema) / (name if table.partition_by else f"{name}.parquet")
-
-
-def write_views(
-    path: Path,
-    folder: Path,
-    contents: list[TableContent],
-    record: dict[str, object],
-    views: list[PublishedView] | None = None,
-) -> None:
-    """A DuckDB file at ``path`` with one view per published table over ``folder``."""
-    _write_views(path, folder, contents, record, views or [])
-
-
-def _write_views(
-    path: Path,
-    folder: Path,
-    contents: list[TableContent],
-    record: dict[str, object],
-    published: list[PublishedView],
-) -> None:
-    views = duckdb.connect(str(path))
-    try:
-        schemas = {item.name.split(".", 1)[0] for item in [*contents, *published]}
-        for schema in sorted(schemas):
-            views.execute(f"create schema if not exists {schema}")
-        for table in contents:
-            query = _view_query(folder, table)
-            read = {
-                str(row[0]): str(row[1]) for row in views.execute(f"describe {query}").fetchall()
-            }
-            if any(read.get(name) != kind for name, kind in table.columns):
-                # a type Parquet does not keep: cast back, so the view matches the build table
-                columns = ", ".join(f'"{name}"::{kind} as "{name}"' for name, kind in table.columns)
-                query = f"select {columns} from ({query})"
-            views.execute(f"create view {table.name} as {query}")
-        for view in published:  # in model order: a view may read one made before it
-            views.execute(f"create view {view.name} as\n{view.sql}")
-        views.execute(
-            "create table main.runcost_snapshot as select ? as run_id, ? as snapshot_folder, "
-            "?::timestamptz as published_at, ? as content_hash",
-            [record["run_id"], str(folder), record["published_at"], record["content_hash"]],
-        )
-    finally:
-        views.close()
-
-
-def _view_query(folder: Path, table: TableContent) -> str:
-    location = folder / _relative_path(table)
-    if not table.partition_by:
-        return f"select * from read_parquet('{sql_path(location)}')"
-    # hive columns come last and are typed by guessing; list the columns in their order and
-    # give the partition column its own type, so the view matches the table it publishes
-    kind = dict(table.columns)[table.partition_by]
-    columns = ", ".join(f'"{name}"' for name, _ in table.columns)
-    return (
-        f"select {columns} from read_parquet('{sql_path(location)}/*/*.parquet', "
-        f"hive_partitioning = true, hive_types = {{'{table.partition_by}': '{kind}'}})"
-    )
-
-
-def _write_failure(error: BaseException, staging: Path, warehouse: Path) -> PublishError:
-    text = str(error)
-    current = current_snapshot(warehouse)
-    keeps = (
-        f"the current snapshot {current['run_id']} stays current"
-        if current
-        else "nothing was published"
-    )
-    if getattr(error, "errno", None) == errno.ENOSPC or "No space left on device" in text:
-        used = _folder_size(Path(current["snapshot"])) if current else 0
-        return PublishError(
-            f"disk full while writing the snapshot to {staging}: {text}; {keeps}. Free space "
-            f"on the disk holding {warehouse} (the current snapshot takes "
-            f"{used / 1e6:.1f} MB; the new one needs about as much) and run again"
-        )
-    return PublishError(f"could not write the snapshot to {staging}: {text}; {keeps}")
-
-
-def _discard(staging: Path, temporary: Path) -> None:
-    shutil.rmtree(staging, ignore_errors=True)
-    temporary.unlink(missing_ok=True)
-
-
 def _tables(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str]]:
     rows = con.execute(
         "select table_schema, table_name from information_schema.tables "
@@ -405,9 +313,3 @@ def _tables(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str]]:
     return [(schema, name) for schema, name in rows] + [
         ("telemetry", name) for name in TELEMETRY_VIEWS
     ]
-
-
-def _folder_size(path: Path) -> int:
-    if not path.is_dir():
-        return 0
-    return sum(item.stat().st_size for item in path.rglob("*") if item.is_file())

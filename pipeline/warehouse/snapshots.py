@@ -18,15 +18,50 @@ DATABASE_NAME = "runcost.duckdb"
 CURRENT_NAME = "CURRENT"
 SNAPSHOT_RECORD = "snapshot.json"
 KEEP_SNAPSHOTS = 3
+# runcost.duckdb is written in the storage of DuckDB 1.1, which every DuckDB since reads
+STORAGE_VERSION = "v1.1.0"
+# warehouse/latest: a symbolic link to the current snapshot, a stable path for Parquet readers
+LATEST_NAME = "latest"
 HASH_ALGORITHM = f"duckdb-{duckdb.__version__}:sum(hash(row)):v1"
 
 
 def current_snapshot(warehouse: Path) -> dict[str, str] | None:
-    """The pointer to the current snapshot, or None before the first publish."""
+    """The pointer to the current snapshot, or None before the first publish.
+
+    CURRENT names the snapshot relative to the warehouse (older ones: an absolute path); the
+    returned "snapshot" is the folder in this warehouse, wherever it has been moved.
+    """
     pointer = warehouse / CURRENT_NAME
     if not pointer.is_file():
         return None
-    return json.loads(pointer.read_text(encoding="utf-8"))
+    body = _pointer(pointer)
+    if body is not None:
+        body["snapshot"] = str(warehouse / body["snapshot"])  # relative since DuckDB 1.x views
+        return body
+    served = database_snapshot(warehouse)
+    log.warning(
+        "%s is empty or unreadable (a crash or a full disk); %s; the next run rewrites it",
+        pointer,
+        f"using {served[0]}, which {DATABASE_NAME} serves" if served else "nothing is served",
+    )
+    return {"run_id": served[0], "snapshot": str(warehouse / served[1])} if served else None
+
+
+def _pointer(path: Path) -> dict[str, str] | None:
+    """CURRENT's content, or None when it is not a whole pointer."""
+    try:
+        body = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(body, dict) or not {"run_id", "snapshot"} <= set(body):
+        return None
+    return {"run_id": str(body["run_id"]), "snapshot": str(body["snapshot"])}
+
+
+def reader_settings(database: Path) -> dict[str, str | int | bool]:
+    """The settings a connection to runcost.duckdb needs: its views name Parquet files
+    relative to its folder, which DuckDB looks up in file_search_path."""
+    return {"file_search_path": str(database.parent.absolute())}
 
 
 def snapshot_record(folder: Path) -> dict | None:
@@ -37,9 +72,9 @@ def snapshot_record(folder: Path) -> dict | None:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-def database_snapshot(warehouse: Path) -> tuple[str, str] | None:
-    """(run_id, snapshot folder) that runcost.duckdb reads, or None when there is none."""
-    database = warehouse / DATABASE_NAME
+def database_snapshot(warehouse: Path, name: str = DATABASE_NAME) -> tuple[str, str] | None:
+    """(run_id, snapshot folder) that runcost.duckdb (or ``name``) reads, or None if none."""
+    database = warehouse / name
     if not database.is_file():
         return None
     # attach from a fresh in-memory database: duckdb.connect(path) in a process that still has
@@ -52,7 +87,8 @@ def database_snapshot(warehouse: Path) -> tuple[str, str] | None:
         return None
     finally:
         con.close()
-    return (str(row[0]), str(row[1])) if row else None
+    # the folder is relative to the warehouse (older databases: absolute)
+    return (str(row[0]), str(warehouse / str(row[1]))) if row else None
 
 
 def unchanged_snapshot(
@@ -75,7 +111,7 @@ def unchanged_snapshot(
         name: item["content_hash"] for name, item in entries.items() if name not in skipped
     }
     compared = {name: value for name, value in hashes.items() if name not in skipped}
-    # a moved warehouse or a hand-edited database must be republished even when data is equal
+    # a hand-edited database must be republished even when the data is equal
     if published != compared or database_snapshot(warehouse) != (current["run_id"], str(folder)):
         return None
     return current["run_id"]
@@ -95,12 +131,25 @@ def recover(warehouse: Path) -> list[Path]:
                 shutil.rmtree(path, ignore_errors=True)
                 removed.append(path)
     if warehouse.is_dir():
-        for pattern in (f".{DATABASE_NAME}.*.tmp", f".{CURRENT_NAME}.*.tmp"):
+        for pattern in (
+            f".{DATABASE_NAME}.*.tmp*",
+            f".{CURRENT_NAME}.*.tmp",
+            f".{LATEST_NAME}.*.tmp",
+        ):
             for path in warehouse.glob(pattern):
                 path.unlink(missing_ok=True)
                 removed.append(path)
     served = database_snapshot(warehouse)
-    current = current_snapshot(warehouse)
+    pointer = warehouse / CURRENT_NAME
+    current = _pointer(pointer) if pointer.is_file() else None
+    if pointer.is_file() and current is None and not served:
+        log.warning(
+            "%s was empty or unreadable and %s serves nothing; removed it (nothing is published)",
+            pointer,
+            DATABASE_NAME,
+            extra={"stage": "recover"},
+        )
+        pointer.unlink()
     if served and (current is None or current["run_id"] != served[0]):
         log.warning(
             "CURRENT named %s but runcost.duckdb serves %s (a run died between the two "
@@ -180,11 +229,25 @@ def remove_tree(path: Path) -> None:
 
 
 def write_current(warehouse: Path, run_id: str, folder: Path) -> None:
+    """Point CURRENT, then warehouse/latest, at ``folder`` (both relative: the warehouse moves)."""
     pointer = warehouse / CURRENT_NAME
     temporary = warehouse / f".{CURRENT_NAME}.{run_id}.tmp"
-    write_durably(temporary, json.dumps({"run_id": run_id, "snapshot": str(folder)}) + "\n")
+    name = relative_to(folder, warehouse)
+    write_durably(temporary, json.dumps({"run_id": run_id, "snapshot": name}) + "\n")
     os.replace(temporary, pointer)
+    link = warehouse / f".{LATEST_NAME}.{run_id}.tmp"
+    link.unlink(missing_ok=True)
+    os.symlink(name, link, target_is_directory=True)
+    os.replace(link, warehouse / LATEST_NAME)  # a reader of latest/ sees the old or the new
     sync_directory(warehouse)
+
+
+def relative_to(folder: Path, warehouse: Path) -> str:
+    """A snapshot folder as CURRENT and latest name it: relative, so the warehouse can move."""
+    try:
+        return folder.relative_to(warehouse).as_posix()
+    except ValueError:
+        return str(folder)
 
 
 def write_durably(path: Path, text: str) -> None:
@@ -222,3 +285,10 @@ def sync_directory(path: Path) -> None:
 
 def sql_path(path: Path) -> str:
     return str(path).replace("'", "''")
+
+
+def open_database(database: Path, *, read_only: bool = True) -> duckdb.DuckDBPyConnection:
+    """Open a runcost.duckdb in UTC with what its views need (reader_settings)."""
+    from pipeline.common.duck import connect
+
+    return connect(database, read_only=read_only, settings=reader_settings(database))

@@ -1,5 +1,8 @@
 -- How much of the bill carries the attempt or experiment tag, per account and service (effective_cost basis).
--- grain: one row per (provider, billing_period, billing_account_id, sub_account_id, service_name, billing_currency)
+-- grain: one row per (provider, billing_period, billing_account_id, sub_account_id, service_name, billing_currency,
+--   source_format)
+-- attempt_tag_keys and experiment_tag_keys are the keys the lines were searched under: CUR-normalized
+-- for AWS CUR lines, as configured for Google Cloud labels and FOCUS Tags.
 -- A line counts as tagged when its tag has a non-empty value, known to telemetry or not. Split cost
 -- rows are not in the bill, so pod labels do not count here: only tags on the billed lines do.
 -- Only lines that can carry a resource's tags count: usage, and discounts on a resource (which
@@ -7,6 +10,10 @@
 -- account credit would push a share above 1.
 with cost_lines as (
     select * from normalized.cost_lines
+),
+
+attribution_settings as (
+    select * from config.attribution
 ),
 
 usage_lines as (
@@ -24,6 +31,7 @@ grouped as (
         usage_lines.sub_account_id,
         usage_lines.service_name,
         usage_lines.billing_currency,
+        usage_lines.source_format,
         count(*) as cost_lines,
         count(*) filter (where usage_lines.attempt_tag is not null) as attempt_tagged_lines,
         count(*) filter (where usage_lines.experiment_tag is not null) as experiment_tagged_lines,
@@ -41,7 +49,8 @@ grouped as (
         usage_lines.billing_account_id,
         usage_lines.sub_account_id,
         usage_lines.service_name,
-        usage_lines.billing_currency
+        usage_lines.billing_currency,
+        usage_lines.source_format
 ),
 
 final as (
@@ -63,8 +72,18 @@ final as (
         ) as attempt_tagged_share,
         cast(
             grouped.experiment_tagged_cost / nullif(grouped.total_cost, 0) as decimal(38, 10)
-        ) as experiment_tagged_share
+        ) as experiment_tagged_share,
+        grouped.source_format,
+        case
+            when grouped.source_format = 'aws_cur' then attribution_settings.attempt_tag_keys
+            else attribution_settings.attempt_label_keys
+        end as attempt_tag_keys,
+        case
+            when grouped.source_format = 'aws_cur' then attribution_settings.experiment_tag_keys
+            else attribution_settings.experiment_label_keys
+        end as experiment_tag_keys
     from grouped
+    cross join attribution_settings
 )
 
 select * from final

@@ -3,7 +3,9 @@
 -- Each provider's staging.<provider>_cost_lines view emits these columns in this order; line ids are
 -- disjoint by construction (each source owns a range: AWS CUR 2.0 ids are below 2^56, the Google
 -- Cloud billing export's start at 2^56, FOCUS files' at 2 * 2^56).
--- The attribution tags are read here, once, from the tags map with the configured keys.
+-- The attribution tags are read here, once, from the tags map with the configured keys, each source
+-- format under its own spelling: CUR lines under the CUR-normalized keys (attempt-id ->
+-- user_attempt_id), Google Cloud labels and FOCUS Tags under the keys exactly as configured.
 with aws_cost_lines as (
     select * from staging.aws_cost_lines
 ),
@@ -70,18 +72,45 @@ final as (
         provider_lines.tags,
         list_filter(
             list_transform(
-                attribution_settings.attempt_tag_keys,
+                case
+                    when provider_lines.source_format = 'aws_cur' then attribution_settings.attempt_tag_keys
+                    else attribution_settings.attempt_label_keys
+                end,
                 lambda tag_key: provider_lines.tags[tag_key]  -- noqa: RF02
             ),
             lambda tag_value: coalesce(tag_value, '') <> ''  -- noqa: RF02
         )[1] as attempt_tag,
         list_filter(
             list_transform(
-                attribution_settings.experiment_tag_keys,
+                case
+                    when provider_lines.source_format = 'aws_cur' then attribution_settings.experiment_tag_keys
+                    else attribution_settings.experiment_label_keys
+                end,
                 lambda tag_key: provider_lines.tags[tag_key]  -- noqa: RF02
             ),
             lambda tag_value: coalesce(tag_value, '') <> ''  -- noqa: RF02
-        )[1] as experiment_tag
+        )[1] as experiment_tag,
+        provider_lines.source_format,
+        provider_lines.provider_name,
+        provider_lines.publisher_name,
+        provider_lines.invoice_issuer_name,
+        provider_lines.service_category,
+        provider_lines.charge_frequency,
+        provider_lines.pricing_category,
+        provider_lines.pricing_quantity,
+        provider_lines.consumed_unit,
+        provider_lines.list_unit_price,
+        provider_lines.contracted_unit_price,
+        provider_lines.contracted_cost,
+        provider_lines.commitment_discount_category,
+        provider_lines.commitment_discount_id,
+        provider_lines.commitment_discount_name,
+        provider_lines.commitment_discount_status,
+        provider_lines.commitment_discount_type,
+        provider_lines.region_name,
+        provider_lines.resource_name,
+        provider_lines.resource_type,
+        provider_lines.sku_price_id
     from provider_lines
     cross join attribution_settings
 )

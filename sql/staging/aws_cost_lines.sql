@@ -176,7 +176,53 @@ final as (
         cast(bases.net_cost as decimal(38, 10)) as net_cost,
         -- CUR carries credits as their own lines, not on the lines they reduce
         cast(null as map (varchar, decimal(38, 10))) as credits_by_type,
-        bases.resource_tags as tags
+        bases.resource_tags as tags,
+        -- which format's tag-key spelling applies (pipeline/config/tags.py)
+        'aws_cur' as source_format,
+        -- FOCUS 1.2 columns the normalized.focus view passes through (docs/focus.md#normalizedfocus)
+        'AWS' as provider_name,
+        'Amazon Web Services, Inc.' as publisher_name,
+        coalesce(nullif(bases.invoicing_entity, ''), nullif(bases.billing_entity, ''), 'Amazon Web Services, Inc.')
+            as invoice_issuer_name,
+        cast(null as varchar) as service_category,
+        case
+            when bases.line_item_type in ('Usage', 'DiscountedUsage', 'SavingsPlanCoveredUsage') then 'Usage-Based'
+            when bases.line_item_type in ('RIFee', 'SavingsPlanRecurringFee') then 'Recurring'
+            else 'One-Time'
+        end as charge_frequency,
+        case
+            when bases.line_item_type in ('Tax', 'Credit', 'Refund') then cast(null as varchar)
+            when bases.line_item_type in ('DiscountedUsage', 'SavingsPlanCoveredUsage') then 'Committed'
+            when lower(coalesce(bases.pricing_term, '')) = 'spot' then 'Dynamic'
+            when lower(coalesce(bases.pricing_term, '')) = 'ondemand' then 'Standard'
+            else 'Other'
+        end as pricing_category,
+        cast(bases.usage_amount as double) as pricing_quantity,
+        nullif(bases.pricing_unit, '') as consumed_unit,
+        -- not yet: pricing_public_on_demand_rate is per pricing unit, which the usage amount is not
+        -- on every line type, so ListCost = ListUnitPrice x PricingQuantity would not hold
+        cast(null as double) as list_unit_price,
+        -- not yet: pricing_public_on_demand_rate is per pricing unit, which the usage amount is not
+        -- on every line type, so ListCost = ListUnitPrice x PricingQuantity would not hold
+        cast(null as double) as contracted_unit_price,
+        cast(coalesce(bases.public_on_demand_cost, bases.unblended_cost) as decimal(38, 10)) as contracted_cost,
+        case
+            when coalesce(bases.savings_plan_arn, '') <> '' then 'Spend'
+            when coalesce(bases.reservation_arn, '') <> '' then 'Usage'
+        end as commitment_discount_category,
+        coalesce(nullif(bases.savings_plan_arn, ''), nullif(bases.reservation_arn, '')) as commitment_discount_id,
+        cast(null as varchar) as commitment_discount_name,
+        case
+            when bases.line_item_type in ('DiscountedUsage', 'SavingsPlanCoveredUsage') then 'Used'
+        end as commitment_discount_status,
+        case
+            when coalesce(bases.savings_plan_arn, '') <> '' then 'Savings Plan'
+            when coalesce(bases.reservation_arn, '') <> '' then 'Reservation'
+        end as commitment_discount_type,
+        nullif(bases.region_name, '') as region_name,
+        cast(null as varchar) as resource_name,
+        nullif(bases.product_family, '') as resource_type,
+        cast(null as varchar) as sku_price_id
     from bases
 )
 

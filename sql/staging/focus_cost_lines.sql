@@ -114,7 +114,30 @@ final as (
         coalesce(
             cast(json(classified.tags_json) as map(varchar, varchar)),  -- noqa: LT01
             cast(map() as map(varchar, varchar))  -- noqa: LT01
-        ) as tags
+        ) as tags,
+        -- which format's tag-key spelling applies (pipeline/config/tags.py)
+        'focus' as source_format,
+        -- FOCUS 1.2 columns passed through as the file has them (docs/focus.md#normalizedfocus)
+        classified.provider_name,
+        classified.publisher_name,
+        classified.invoice_issuer_name,
+        classified.service_category,
+        classified.charge_frequency,
+        classified.pricing_category,
+        cast(classified.pricing_quantity as double) as pricing_quantity,
+        classified.consumed_unit,
+        cast(classified.list_unit_price as double) as list_unit_price,
+        cast(classified.contracted_unit_price as double) as contracted_unit_price,
+        classified.contracted_cost,
+        classified.commitment_discount_category,
+        classified.commitment_discount_id,
+        classified.commitment_discount_name,
+        classified.commitment_discount_status,
+        classified.commitment_discount_type,
+        classified.region_name,
+        classified.resource_name,
+        classified.resource_type,
+        classified.sku_price_id
     from classified
 )
 

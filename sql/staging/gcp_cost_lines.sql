@@ -136,8 +136,21 @@ final as (
             else 'other'
         end as resource_class,
         bases.usage_amount as consumed_quantity,
-        -- export rows are hourly windows; the window bounds the usage it bills
-        epoch(bases.usage_end) - epoch(bases.usage_start) as usage_seconds,
+        -- seconds the resource ran inside the row's window: time-unit usage (seconds, hours) says
+        -- how long, bounded by the window; other units (byte-seconds, bytes) span the window
+        case
+            when lower(coalesce(bases.usage_unit, '')) in ('seconds', 'second', 's')
+                then least(
+                    greatest(coalesce(cast(bases.usage_amount as double), 0), 0),
+                    epoch(bases.usage_end) - epoch(bases.usage_start)
+                )
+            when lower(coalesce(bases.usage_unit, '')) in ('hours', 'hour', 'h')
+                then least(
+                    greatest(coalesce(cast(bases.usage_amount as double), 0), 0) * 3600,
+                    epoch(bases.usage_end) - epoch(bases.usage_start)
+                )
+            else epoch(bases.usage_end) - epoch(bases.usage_start)
+        end as usage_seconds,
         bases.currency as billing_currency,
         cast(null as varchar) as invoice_id,
         cast(bases.billed_cost as decimal(38, 10)) as billed_cost,
@@ -159,7 +172,34 @@ final as (
             { 'key': 'SUBSCRIPTION_BENEFIT', 'value': bases.credit_subscription_benefit },
             { 'key': 'OTHER', 'value': bases.credit_other }
         ], lambda e: e.value <> 0)) as credits_by_type,  -- noqa: RF02
-        bases.attribution_tags as tags
+        bases.attribution_tags as tags,
+        -- which format's tag-key spelling applies (pipeline/config/tags.py)
+        'gcp_billing_export' as source_format,
+        -- FOCUS 1.2 columns the normalized.focus view passes through (docs/focus.md#normalizedfocus)
+        'Google Cloud' as provider_name,
+        coalesce(nullif(bases.seller_name, ''), 'Google Cloud') as publisher_name,
+        'Google Cloud' as invoice_issuer_name,
+        cast(null as varchar) as service_category,
+        case when bases.cost_type = 'regular' then 'Usage-Based' else 'One-Time' end as charge_frequency,
+        case
+            when bases.cost_type = 'tax' then cast(null as varchar)
+            when bases.credit_committed_usage_discount <> 0 then 'Committed'
+            else 'Standard'
+        end as pricing_category,
+        cast(bases.usage_amount_in_pricing_units as double) as pricing_quantity,
+        bases.usage_unit as consumed_unit,
+        cast(null as double) as list_unit_price,
+        cast(null as double) as contracted_unit_price,
+        cast(bases.list_cost as decimal(38, 10)) as contracted_cost,
+        cast(null as varchar) as commitment_discount_category,
+        cast(null as varchar) as commitment_discount_id,
+        cast(null as varchar) as commitment_discount_name,
+        cast(null as varchar) as commitment_discount_status,
+        cast(null as varchar) as commitment_discount_type,
+        cast(null as varchar) as region_name,
+        bases.resource_name,
+        cast(null as varchar) as resource_type,
+        cast(null as varchar) as sku_price_id
     from bases
 )
 

@@ -17,6 +17,7 @@ import pytest
 from pipeline.config.loader import load_config
 from pipeline.run.nightly import run_pipeline
 from pipeline.scenario import write_scenario
+from pipeline.warehouse.snapshots import open_database
 
 # the oracle and the SQL round resource_time slices apart; test_golden compares to a micro-dollar
 MICRO = Decimal("0.000001")
@@ -28,7 +29,7 @@ def world(
 ) -> Iterator[tuple[Path, duckdb.DuckDBPyConnection]]:
     folder = tmp_path_factory.mktemp("economics")
     result = run_pipeline(load_config(write_scenario(folder)))
-    con = duckdb.connect(str(result.database), read_only=True)
+    con = open_database(result.database)
     yield folder, con
     con.close()
 

@@ -15,6 +15,7 @@ from pipeline import scenario
 from pipeline.common.errors import InputError
 from pipeline.config.loader import load_config
 from pipeline.run.nightly import run_pipeline
+from pipeline.warehouse.snapshots import open_database
 
 TOTALS = (
     "select provider, billing_account_id, billing_period, billing_currency, "
@@ -29,7 +30,7 @@ def world(
 ) -> Iterator[tuple[Path, duckdb.DuckDBPyConnection]]:
     folder = tmp_path_factory.mktemp("focus-world")
     result = run_pipeline(load_config(write_focus_world(folder)))
-    con = duckdb.connect(str(result.database), read_only=True)
+    con = open_database(result.database)
     yield folder, con
     con.close()
 
@@ -119,7 +120,7 @@ def test_normalized_focus_round_trips_as_a_focus_source(tmp_path: Path) -> None:
     aws = run_pipeline(load_config(scenario.write_scenario(tmp_path / "aws")))
     exported = tmp_path / "export" / "normalized_focus.csv"
     exported.parent.mkdir()
-    con = duckdb.connect(str(aws.database), read_only=True)
+    con = open_database(aws.database)
     con.execute(f"copy (select * from normalized.focus) to '{exported}' (header)")
     before = con.execute(TOTALS).fetchall()
     tagged_before = con.execute(
@@ -135,7 +136,7 @@ def test_normalized_focus_round_trips_as_a_focus_source(tmp_path: Path) -> None:
         encoding="utf-8",
     )
     again = run_pipeline(load_config(config))
-    con = duckdb.connect(str(again.database), read_only=True)
+    con = open_database(again.database)
     after = con.execute(TOTALS).fetchall()
     tagged_after = con.execute(
         "select attempt_tag, sum(billed_cost) from normalized.cost_lines group by 1 order by 1"

@@ -19,6 +19,7 @@ from pipeline.config.loader import load_config
 from pipeline.scenario import write_gcp_scenario
 from pipeline.scenario.gcp_scenario import TABLE, export_table
 from pipeline.scenario.gcp_world import GcpRow, build_gcp_world
+from pipeline.warehouse.snapshots import open_database
 from schemas import gcp_billing
 
 BASES = ("billed_cost", "effective_cost", "list_cost", "net_cost")
@@ -59,7 +60,7 @@ def published(
     else:
         config = write_gcp_scenario(folder, export_format=request.param)
     result = run_pipeline(load_config(config))
-    con = duckdb.connect(str(result.database), read_only=True)
+    con = open_database(result.database)
     yield folder / "expected", con
     con.close()
 
@@ -137,7 +138,7 @@ def test_gke_pod_rows_reach_their_attempts_by_k8s_label(published) -> None:
 
 
 def attempt_billed(database: Path) -> dict[tuple[str, str], Decimal]:
-    with duckdb.connect(str(database), read_only=True) as con:
+    with open_database(database) as con:
         rows = con.execute(
             "select attempt_id, allocation_model, billed_cost from marts.attempt_costs"
         ).fetchall()
@@ -184,7 +185,7 @@ def test_a_late_row_rereads_its_partition_and_moves_only_its_attempt(
         ("att-gn1-02", "marginal"): Decimal("0.11"),
         ("att-gn1-02", "fully_loaded"): Decimal("0.11"),
     }
-    with duckdb.connect(str(second.database), read_only=True) as con:
+    with open_database(second.database) as con:
         assert con.execute(
             "select count(*) from marts.reconciliation where provider = 'gcp' and difference <> 0"
         ).fetchone() == (0,)

@@ -12,6 +12,7 @@ import pytest
 
 from pipeline.config.loader import load_config
 from pipeline.scenario import write_scenario
+from pipeline.warehouse.snapshots import open_database
 
 TOLERANCE = Decimal("0.000001")
 BASES = ("billed_cost", "effective_cost", "list_cost", "net_cost")
@@ -29,7 +30,7 @@ def published(
 
     folder = tmp_path_factory.mktemp("golden")
     result = run_pipeline(load_config(write_scenario(folder)))
-    con = duckdb.connect(str(result.database), read_only=True)
+    con = open_database(result.database)
     yield folder / "expected", con
     con.close()
 
@@ -219,7 +220,7 @@ def test_a_run_names_the_pool_whose_driver_has_no_usage(tmp_path: Path, caplog) 
     warnings = [r.getMessage() for r in caplog.records if "has no usage data" in r.getMessage()]
     assert len(warnings) == 1
     assert warnings[0].startswith("pool eks-control-plane: driver attempt_count has no usage data")
-    con = duckdb.connect(str(result.database), read_only=True)
+    con = open_database(result.database)
     try:
         reasons = mart(
             con,

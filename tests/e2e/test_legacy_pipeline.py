@@ -9,10 +9,12 @@ import json
 from decimal import Decimal
 from pathlib import Path
 
-import duckdb
+import pytest
 
+from pipeline.common.errors import InputError
 from pipeline.config.loader import load_config
 from pipeline.run.nightly import run_pipeline
+from pipeline.warehouse.snapshots import open_database
 
 REPORT = "old-cur"
 FOLDER = "20231101-20231201"
@@ -33,7 +35,7 @@ LINES = [
 ]
 
 
-def write_export(root: Path) -> Decimal:
+def write_export(root: Path, key_prefix: str = "billing/", manifest: bool = True) -> Decimal:
     text = io.StringIO()
     writer = csv.writer(text, lineterminator="\n")
     writer.writerow(HEADER)
@@ -46,18 +48,21 @@ def write_export(root: Path) -> Decimal:
     name = f"{REPORT}-00001.csv.gz"
     (root / FOLDER).mkdir(parents=True)
     (root / FOLDER / name).write_bytes(gzip.compress(text.getvalue().encode(), mtime=0))
-    manifest = {
+    body = {
         "assemblyId": "0f0e0d0c-1111",
         "reportName": REPORT,
         "billingPeriod": {"start": "20231101T000000.000Z", "end": "20231201T000000.000Z"},
-        "reportKeys": [f"billing/{REPORT}/{FOLDER}/{name}"],
+        "reportKeys": [f"{key_prefix}{REPORT}/{FOLDER}/{name}"],
     }
-    (root / FOLDER / f"{REPORT}-Manifest.json").write_text(json.dumps(manifest))
+    if manifest:
+        (root / FOLDER / f"{REPORT}-Manifest.json").write_text(json.dumps(body))
     return sum((Decimal(line[3]) for line in LINES), Decimal(0))
 
 
-def test_legacy_export_reconciles_to_its_total(tmp_path: Path) -> None:
-    total = write_export(tmp_path / "exports" / REPORT)
+# a report with no S3 prefix: AWS lists its keys from "/" (/<report>/<period>/<file>)
+@pytest.mark.parametrize("key_prefix", ["billing/", "/"], ids=["prefix", "no-prefix"])
+def test_legacy_export_reconciles_to_its_total(tmp_path: Path, key_prefix: str) -> None:
+    total = write_export(tmp_path / "exports" / REPORT, key_prefix)
     (tmp_path / "runcost.toml").write_text(f'[aws]\nexports = ["exports/{REPORT}"]\n')
 
     result = run_pipeline(load_config(tmp_path / "runcost.toml"))
@@ -66,7 +71,7 @@ def test_legacy_export_reconciles_to_its_total(tmp_path: Path) -> None:
     assert (delivery.export, delivery.billing_period, delivery.delivery_id) == (
         REPORT, "2023-11", "0f0e0d0c-1111",
     )  # fmt: skip
-    con = duckdb.connect(str(result.database), read_only=True)
+    con = open_database(result.database)
     try:
         rows = con.execute(
             "select allocation_model, cost_basis, bill_total, difference, billing_account_id "
@@ -82,3 +87,16 @@ def test_legacy_export_reconciles_to_its_total(tmp_path: Path) -> None:
         expected = total if basis == "billed_cost" else Decimal("15.6")
         assert Decimal(str(bill_total)) == expected
     assert total == Decimal("11.5750000006")
+
+
+def test_a_legacy_period_without_its_manifest_stops_the_run(tmp_path: Path) -> None:
+    write_export(tmp_path / "exports" / REPORT, manifest=False)
+    (tmp_path / "runcost.toml").write_text(f'[aws]\nexports = ["exports/{REPORT}"]\n')
+    with pytest.raises(InputError) as caught:
+        run_pipeline(load_config(tmp_path / "runcost.toml"))
+    message = str(caught.value)
+    assert (
+        f"{REPORT}/{FOLDER}: legacy CUR period 2023-11 has no {FOLDER}/<report>-Manifest" in message
+    )
+    assert "copy the manifest AWS wrote into that folder" in message
+    assert not (tmp_path / "warehouse" / "runcost.duckdb").exists()

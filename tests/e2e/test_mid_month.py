@@ -10,13 +10,13 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import pytest
 
 from pipeline.config.loader import Config, load_config
 from pipeline.run.nightly import run_pipeline
 from pipeline.scenario.cur_writer import CurLine, write_cur_delivery
 from pipeline.scenario.telemetry_writer import Attempt, AttemptResource, Experiment, write_telemetry
+from pipeline.warehouse.snapshots import open_database
 
 D = Decimal
 EXPORT = "ml-cur"
@@ -190,8 +190,7 @@ QUERIES = {
 
 
 def _capture(database: Path) -> dict[str, list[tuple[Any, ...]]]:
-    con = duckdb.connect(str(database), read_only=True)
-    con.execute("set TimeZone = 'UTC'")
+    con = open_database(database)  # in UTC, with the search path its views need
     try:
         return {
             name: [tuple(row) for row in con.execute(sql).fetchall()]
@@ -277,7 +276,9 @@ def test_runcost_diff_gives_every_change_a_reason(nights: dict[Any, Any]) -> Non
     from pipeline.cli.app import main
 
     config = str(nights["root"] / "runcost.toml")
-    result = CliRunner().invoke(main, ["diff", "--config", config, "--format", "csv"])
+    result = CliRunner().invoke(
+        main, ["diff", "--config", config, "--format", "csv", "--allocation-model", "marginal"]
+    )
     assert result.exit_code == 0, result.output
     rows = list(csv.DictReader(io.StringIO(result.output)))
     assert [(row["attempt_id"] or row["experiment_id"], row["reasons"]) for row in rows] == [

@@ -5,13 +5,12 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-import duckdb
 import pytest
 from nights import CLOCKS, INVOICE, write_night
 
 from pipeline.common.errors import CheckFailed, InputError
 from pipeline.run.nightly import run_pipeline
-from pipeline.warehouse.snapshots import CURRENT_NAME
+from pipeline.warehouse.snapshots import CURRENT_NAME, open_database
 
 
 def test_an_invoice_in_another_currency_than_the_bill(tmp_path: Path) -> None:
@@ -71,7 +70,7 @@ def test_an_older_delivery_is_never_applied_over_the_newer_one(
         "delivery exec-3 of 2026-10 (delivered 2026-11-05T03:00:00+00:00); ignored, the newer "
         "one stays current" in caplog.text
     )
-    con = duckdb.connect(str(result.database), read_only=True)
+    con = open_database(result.database)
     try:
         assert con.execute(
             "select period_status, source_deliveries, cost_lines from normalized.billing_periods"
@@ -83,7 +82,7 @@ def test_an_older_delivery_is_never_applied_over_the_newer_one(
 def test_estimates_stop_at_the_clock_when_telemetry_runs_ahead(tmp_path: Path) -> None:
     # on night 1 a2's telemetry says it ran until 06:00 on the 31st; the clock says 00:00
     result = run_pipeline(write_night(tmp_path, 1), now=CLOCKS[1])
-    con = duckdb.connect(str(result.database), read_only=True)
+    con = open_database(result.database)
     con.execute("set TimeZone = 'UTC'")
     try:
         assert con.execute(
@@ -119,7 +118,7 @@ def test_a_snapshot_from_before_run_history_lists_nothing_as_moved(tmp_path: Pat
 
     result = run_pipeline(config, now=CLOCKS[3])
     assert result.status == "published"
-    con = duckdb.connect(str(result.database), read_only=True)
+    con = open_database(result.database)
     try:
         assert con.execute("select count(*) from marts.cost_changes").fetchone() == (0,)
     finally:

@@ -20,6 +20,7 @@ from pipeline.config.loader import load_config
 from pipeline.report import data, write_report
 from pipeline.scenario import write_scenario
 from pipeline.warehouse.access import open_snapshot
+from pipeline.warehouse.snapshots import open_database
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_FLAGS = (
@@ -86,6 +87,8 @@ def enriched(database: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A copy of the snapshot with stand-ins for the optional marts it does not publish yet."""
     copy = tmp_path_factory.mktemp("enriched") / "runcost.duckdb"
     shutil.copy(database, copy)
+    # the views name the snapshot relative to the database: the copy reads the same snapshot
+    (copy.parent / "snapshots").symlink_to(database.parent / "snapshots")
     missing = {"tag-coverage", "cost-quality"} - optional_charts(database)
     con = duckdb.connect(str(copy))
     try:
@@ -291,7 +294,7 @@ def test_charts_render_in_chromium(
     assert int(parsed.charts["spend-by-kind-USD"]["data-marks-drawn"]) >= 31
     # one bar segment per (experiment, attempt status) with cost, read from the same database
     source = enriched if which != "scenario" else database
-    with duckdb.connect(str(source), read_only=True) as con:
+    with open_database(source) as con:
         segments = con.execute(
             "select count(*) from (select experiment_id, status from marts.attempt_costs "
             "where allocation_model = 'fully_loaded' group by all having sum(effective_cost) <> 0)"
@@ -311,3 +314,110 @@ def test_charts_render_in_chromium(
     assert screenshot.stat().st_size > 10_000
     with capsys.disabled():
         print(f"\nreport screenshot ({which}): {screenshot}")
+
+
+class _Sections(HTMLParser):
+    """The rendered text of each <section id=...> of a dumped DOM, and the body's attributes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.text: dict[str, list[str]] = {}
+        self.body: dict[str, str] = {}
+        self._current: str | None = None
+        self._skip = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        values = {key: value or "" for key, value in attrs}
+        if tag == "section":
+            self._current = values.get("id")
+            self.text[self._current or ""] = []
+        elif tag == "body":
+            self.body = values
+        self._skip = tag in ("script", "style")
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "section":
+            self._current = None
+        self._skip = False
+
+    def handle_data(self, text: str) -> None:
+        if self._current and not self._skip and text.strip():
+            self.text[self._current].append(text.strip())
+
+
+def section_expectations(con: duckdb.DuckDBPyConnection) -> dict[str, list[str]]:
+    """For every section, text it must show, read from the marts with the report's rounding."""
+
+    def money(sql: str) -> list[str]:
+        return [f"{row[0]:,.2f}" for row in con.execute(sql).fetchall()]
+
+    def names(sql: str) -> list[str]:
+        return [str(row[0]) for row in con.execute(sql).fetchall()]
+
+    model = "allocation_model = 'fully_loaded'"
+    return {
+        "spend": ["Spend by day", "Per service over the snapshot"],
+        "experiments": names("select distinct experiment_id from marts.experiment_costs")
+        + money(f"select effective_cost from marts.experiment_costs where {model}"),
+        "attempts": names("select attempt_id from marts.attempt_costs")
+        + money(f"select effective_cost from marts.attempt_costs where {model}"),
+        "estimates": names("select distinct cost_status from marts.attempt_costs"),
+        "unallocated": names(
+            f"select distinct unallocated_reason from marts.unallocated_costs where {model}"
+        )
+        + money(
+            "select sum(effective_cost) from marts.unallocated_costs "
+            f"where {model} group by unallocated_reason, billing_currency"
+        ),
+        "accepted": money(
+            "select cost_per_accepted_result from marts.cost_per_accepted_result "
+            f"where {model} and dimension in ('all', 'team', 'capacity_type') "
+            "and cost_per_accepted_result is not null"
+        ),
+        "goodput": names(f"select attempt_id from marts.attempt_goodput where {model}")
+        + money(
+            "select cost_per_useful_gpu_hour from marts.attempt_goodput "
+            f"where {model} and cost_per_useful_gpu_hour is not null"
+        ),
+        "capacity": names("select distinct capacity_type from marts.capacity_type_economics")
+        + money(
+            "select price_per_useful_gpu_hour from marts.capacity_type_economics "
+            f"where {model} and price_per_useful_gpu_hour is not null"
+        ),
+        "waste": names("select subject_id from marts.waste_findings")
+        + money("select effective_cost from marts.waste_findings"),
+        "changes": ["What changed since the last run"],
+        "reconciliation": money("select bill_total from marts.reconciliation"),
+    }
+
+
+@needs_chromium
+@pytest.mark.parametrize("width", [900, 1400])
+def test_every_section_renders_whole_at_900_and_1400_px(
+    width: int, database: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    page = write_report(database, tmp_path / "report.html")
+    size = f"--window-size={width},2000"
+    dom = chromium(page, tmp_path / "dom", size, "--dump-dom")
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    parsed = _Sections()
+    parsed.feed(dom.stdout)
+    assert parsed.body.get("data-report-rendered") == "ok"
+    assert parsed.body["data-clipped-labels"] == "0"  # no chart label outside its chart
+    # no sideways scroll: the page is no wider than the window
+    assert int(parsed.body["data-page-width"]) <= int(parsed.body["data-window-width"]) == width
+    with open_database(database) as con:
+        expected = section_expectations(con)
+    for section, texts in expected.items():
+        assert section in parsed.text, f"section {section} is missing"
+        shown = " ".join(parsed.text[section])
+        missing = [text for text in texts if text not in shown]
+        assert not missing, f"{section} at {width} px does not show {missing}"
+    screenshot = tmp_path / f"report-{width}.png"
+    shot = chromium(
+        page, tmp_path / "shot", f"--window-size={width},9000", f"--screenshot={screenshot}"
+    )
+    assert shot.returncode == 0, shot.stderr[-2000:]
+    assert screenshot.stat().st_size > 10_000
+    with capsys.disabled():
+        print(f"\nreport screenshot at {width} px: {screenshot}")

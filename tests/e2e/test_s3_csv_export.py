@@ -8,7 +8,6 @@ import tomllib
 from decimal import Decimal
 from pathlib import Path
 
-import duckdb
 import pyarrow.parquet as pq
 import pytest
 
@@ -16,6 +15,7 @@ from pipeline import scenario
 from pipeline.config.loader import load_config, parse_config
 from pipeline.run.nightly import run_pipeline
 from pipeline.scenario.cur_csv import write_csv_scenario
+from pipeline.warehouse.snapshots import open_database
 from schemas.aws_cur2 import arrow_schema
 
 BUCKET = "billing-bucket"  # the conftest s3 fixture creates it
@@ -24,7 +24,7 @@ pytestmark = pytest.mark.slow
 
 
 def marts(database: Path) -> dict[str, list[tuple]]:
-    con = duckdb.connect(str(database), read_only=True)
+    con = open_database(database)
     try:
         names = [
             row[0]
@@ -88,7 +88,7 @@ def test_csv_export_publishes_the_same_marts_as_parquet(tmp_path: Path, s3) -> N
 
     with (csv_world / "expected" / "bill_totals.csv").open(encoding="utf-8", newline="") as f:
         (totals,) = list(csv.DictReader(f))
-    con = duckdb.connect(str(csv_run.database), read_only=True)
+    con = open_database(csv_run.database)
     reconciliation = con.execute(
         "select cost_basis, bill_total, difference from marts.reconciliation"
     ).fetchall()

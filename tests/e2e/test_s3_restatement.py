@@ -10,7 +10,6 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import pytest
 
 from pipeline import scenario
@@ -18,6 +17,7 @@ from pipeline.config.loader import Config, parse_config
 from pipeline.run.nightly import run_pipeline
 from pipeline.scenario.cur_writer import money, write_cur_delivery
 from pipeline.scenario.world import build_world
+from pipeline.warehouse.snapshots import open_database
 
 BUCKET = "billing-bucket"
 PREFIX = f"exports/{scenario.EXPORT_NAME}"
@@ -39,7 +39,7 @@ def s3_config(world: Path, endpoint_url: str) -> Config:
 
 
 def attempt_costs(database: Path) -> dict[tuple[str, str], dict[str, Decimal]]:
-    con = duckdb.connect(str(database), read_only=True)
+    con = open_database(database)
     try:
         cursor = con.execute(f"select attempt_id, allocation_model, {', '.join(MONEY)} "
                              "from marts.attempt_costs")  # fmt: skip
@@ -52,7 +52,7 @@ def attempt_costs(database: Path) -> dict[tuple[str, str], dict[str, Decimal]]:
 
 
 def bill_totals(database: Path) -> dict[str, Decimal]:
-    con = duckdb.connect(str(database), read_only=True)
+    con = open_database(database)
     try:
         rows = con.execute(
             "select cost_basis, bill_total from marts.reconciliation "

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import math
 import os
 import shutil
 from collections.abc import Iterator
@@ -13,11 +11,10 @@ from typing import Any
 
 import duckdb
 import pytest
+from engine_compare import same_tables_on_both_engines
 
 from pipeline.config.engine import SparkOptions
-from pipeline.config.loader import load_config
 from pipeline.dag.engines.transpile import to_spark
-from pipeline.run.nightly import run_pipeline
 from pipeline.scenario import write_scenario
 
 pytest.importorskip("pyspark", reason="the Spark engine needs the spark extra")
@@ -31,9 +28,6 @@ TEST_CONF = (
     '[spark.conf]\n"spark.sql.shuffle.partitions" = 1\n"spark.default.parallelism" = 1\n'
     '"spark.sql.adaptive.enabled" = false\n'
 )
-# DOUBLE columns (shares, hours, ratios) may differ in the last bits: Spark's double -> decimal
-# cast and Java's exp() are not DuckDB's (docs/scale.md); money and everything else is exact
-DOUBLE_RELATIVE = 1e-12
 
 
 @pytest.fixture(scope="module")
@@ -123,83 +117,13 @@ def _normalized(rows: list[tuple]) -> list[tuple]:
 
 @pytest.mark.slow
 def test_demo_world_gives_the_same_tables_on_both_engines(tmp_path: Path) -> None:
+    """local[*]; every world on a standalone cluster and Spark Connect: test_spark_cluster.py."""
     duckdb_run = _same_tables_on_both_engines(write_scenario(tmp_path / "world"))
     assert len(duckdb_run.row_counts) >= 30
 
 
-@pytest.mark.slow
-def test_gcp_world_gives_the_same_tables_on_both_engines(tmp_path: Path) -> None:
-    """Credits arrays, label maps, invoice months in Pacific time: the GCP staging models."""
-    from pipeline.scenario.gcp_scenario import write_gcp_scenario
-
-    duckdb_run = _same_tables_on_both_engines(write_gcp_scenario(tmp_path / "world"))
-    con = duckdb.connect(str(duckdb_run.database), read_only=True)
-    gcp = con.execute("select count(*) from normalized.cost_lines where provider = 'gcp'")
-    assert gcp.fetchone()[0] > 0
-
-
-@pytest.mark.slow
-def test_focus_world_gives_the_same_tables_on_both_engines(tmp_path: Path) -> None:
-    """FOCUS CSV and Parquet files: JSON tags as maps, credits as their own rows."""
-    from focus_world import write_focus_world
-
-    duckdb_run = _same_tables_on_both_engines(write_focus_world(tmp_path / "world"))
-    con = duckdb.connect(str(duckdb_run.database), read_only=True)
-    assert con.execute("select count(*) from normalized.focus").fetchone()[0] > 0
-
-
 def _same_tables_on_both_engines(config_file: Path) -> Any:
-    """Run the world on DuckDB, then on Spark; every published table equal row for row."""
-    duckdb_run = run_pipeline(load_config(config_file))
-    spark_file = config_file.with_name("runcost-spark.toml")
-    text = config_file.read_text(encoding="utf-8").replace(
-        'path = "warehouse"', 'path = "warehouse-spark"'
-    )
-    assert text != config_file.read_text(encoding="utf-8")  # not the same warehouse
-    spark_file.write_text('engine = "spark"\n' + text + TEST_CONF, encoding="utf-8")
-    # the deliveries DuckDB's run ingested, not a second ingest: a file without a delivery time
-    # (GCP, FOCUS) is stamped with its ingest time, which would differ by seconds
-    shutil.copytree(
-        config_file.with_name("warehouse") / "raw", config_file.with_name("warehouse-spark") / "raw"
-    )
-    spark_run = run_pipeline(load_config(spark_file))
-
-    assert spark_run.status == duckdb_run.status == "published"
-    assert spark_run.row_counts == duckdb_run.row_counts
-    manifest = json.loads(spark_run.manifest.read_text(encoding="utf-8"))
-    assert set(manifest["checks"].values()) == {"passed"}
-    left = duckdb.connect(str(duckdb_run.database), read_only=True)
-    right = duckdb.connect(str(spark_run.database), read_only=True)
-    for table in duckdb_run.row_counts:
-        columns = left.execute(f"describe {table}").fetchall()
-        assert right.execute(f"describe {table}").fetchall() == columns, table
-        kinds = [str(column[1]) for column in columns]
-        expected, actual = _sorted_rows(left, table), _sorted_rows(right, table)
-        for want, got in zip(expected, actual, strict=True):
-            for name, kind, a, b in zip((c[0] for c in columns), kinds, want, got, strict=True):
-                assert _same(kind, a, b), (table, name, a, b)
-        if "DOUBLE" not in " ".join(kinds):
-            # identical, not close: the same content hash as DuckDB's table
-            assert spark_run.content_hashes[table] == duckdb_run.content_hashes[table], table
-    money = left.execute("select sum(effective_cost) from marts.attempt_costs").fetchone()[0]
-    assert right.execute("select sum(effective_cost) from marts.attempt_costs").fetchone()[0] == (
-        money
-    )
-    assert isinstance(money, Decimal) and money > 0
-    return duckdb_run
-
-
-def _sorted_rows(con: duckdb.DuckDBPyConnection, table: str) -> list[tuple]:
-    def key(row: tuple) -> str:  # doubles that differ in the last bits sort alike
-        return repr(tuple(f"{value:.9g}" if isinstance(value, float) else value for value in row))
-
-    return sorted(con.execute(f"select * from {table}").fetchall(), key=key)
-
-
-def _same(kind: str, a: object, b: object) -> bool:
-    if kind == "DOUBLE" and isinstance(a, float) and isinstance(b, float):
-        return math.isclose(a, b, rel_tol=DOUBLE_RELATIVE) or (math.isnan(a) and math.isnan(b))
-    return a == b and type(a) is type(b)
+    return same_tables_on_both_engines(config_file, TEST_CONF)
 
 
 def test_catalog_gets_every_published_table(session: Any, tmp_path: Path) -> None:
@@ -252,10 +176,11 @@ def test_catalog_gets_every_published_table(session: Any, tmp_path: Path) -> Non
     assert not session.catalog.tableExists("marts__money")
 
 
-def test_a_cluster_session_gets_inputs_and_gives_tables_over_arrow(
+def test_a_cluster_session_gets_typed_inputs_and_writes_parquet(
     session: Any, tmp_path: Path
 ) -> None:
-    """Not local (no shared disk with the executors): rows travel over Arrow both ways."""
+    """Not local: small tables go over Arrow with explicit schemas (empty ones too), and Spark
+    writes the published tables as Parquet, which the build database reads through views."""
     from pipeline.dag.build import build
     from pipeline.dag.engines.spark import TELEMETRY_VIEWS, SparkEngine
     from pipeline.dag.models import parse_model
@@ -272,7 +197,20 @@ def test_a_cluster_session_gets_inputs_and_gives_tables_over_arrow(
             "timestamptz '2026-03-01 10:00:00+00' as started_at"
         )
     con.execute("create table config.rate as select cast(0.1 as decimal(38, 10)) as cost")
+    # an empty table has nothing to infer a schema from (CANNOT_INFER_EMPTY_SCHEMA on Connect)
+    con.execute(
+        "create table raw.nothing "
+        "(seen_at timestamptz, money decimal(38, 10), tags map(varchar, varchar))"
+    )
     engine.load_inputs(con)
+    nothing = session.table("raw__nothing")
+    assert [(field.name, field.dataType.simpleString()) for field in nothing.schema] == [
+        ("seen_at", "timestamp"),
+        ("money", "decimal(38,10)"),
+        ("tags", "map<string,string>"),
+    ]
+    assert nothing.count() == 0
+    assert engine.inputs.through_driver["raw.nothing"] == 0
     models = [
         parse_model("staging", name, f"-- T.\n-- grain: x\nselect * from raw.{name}")
         for name in TELEMETRY_VIEWS
@@ -288,6 +226,8 @@ def test_a_cluster_session_gets_inputs_and_gives_tables_over_arrow(
     )
     build(engine, models)
     assert engine.finish(con, models) is None
+    assert engine.published_files["marts.hours"] == tmp_path / "outputs" / "marts" / "hours.parquet"
+    assert engine.published_files["marts.hours"].is_file()
     # DuckDB's types for the model (count(*) is BIGINT, the product DECIMAL(38, 10)), Spark's rows
     assert con.execute("select * from marts.hours").fetchall() == [
         ("a1", 1, Decimal("0.3000000000"), 1772359200000000)

@@ -17,6 +17,7 @@ from pipeline.config.loader import load_config
 from pipeline.scenario import EXPORT_DIR, EXPORT_NAME, execution_id, write_scenario
 from pipeline.scenario.cur_writer import write_cur_delivery
 from pipeline.scenario.world import EKS_NODE, build_world
+from pipeline.warehouse.snapshots import open_database
 
 # Each slice is the line times a DOUBLE share, rounded to 10 places; nine node lines per attempt.
 TOLERANCE = Decimal("0.00000001")
@@ -30,7 +31,7 @@ def published(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, 
 
     folder = tmp_path_factory.mktemp("split")
     result = run_pipeline(load_config(write_scenario(folder, seed=SEED)))
-    con = duckdb.connect(str(result.database), read_only=True)
+    con = open_database(result.database)
     yield folder, result, con
     con.close()
 

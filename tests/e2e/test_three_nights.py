@@ -14,6 +14,7 @@ import pytest
 from nights import CLOCKS, G5, INVOICE, P4D, TAX, ground_truth, write_night
 
 from pipeline.run.nightly import RunResult, run_pipeline
+from pipeline.warehouse.snapshots import open_database
 
 D = Decimal
 
@@ -23,7 +24,7 @@ def _rows(con: duckdb.DuckDBPyConnection, sql: str) -> list[tuple[Any, ...]]:
 
 
 def _capture(result: RunResult) -> dict[str, Any]:
-    con = duckdb.connect(str(result.database), read_only=True)
+    con = open_database(result.database)
     con.execute("set TimeZone = 'UTC'")
     try:
         return {
@@ -262,7 +263,9 @@ def test_runcost_diff_prints_the_published_cost_changes(nights: dict[int, Any]) 
     from pipeline.cli.app import main
 
     config = str(nights[0] / "runcost.toml")
-    result = CliRunner().invoke(main, ["diff", "--config", config, "--format", "csv"])
+    result = CliRunner().invoke(
+        main, ["diff", "--config", config, "--format", "csv", "--allocation-model", "marginal"]
+    )
     assert result.exit_code == 0, result.output
     rows = list(csv.DictReader(io.StringIO(result.output)))
     assert [
@@ -282,7 +285,20 @@ def test_runcost_diff_between_any_two_kept_runs(nights: dict[int, Any]) -> None:
 
     first, last = nights[1]["result"].run_id, nights[3]["result"].run_id
     config = str(nights[0] / "runcost.toml")
-    result = CliRunner().invoke(main, ["diff", first, last, "--config", config, "--format", "json"])
+    result = CliRunner().invoke(
+        main,
+        [
+            "diff",
+            first,
+            last,
+            "--config",
+            config,
+            "--format",
+            "json",
+            "--allocation-model",
+            "marginal",
+        ],
+    )
     assert result.exit_code == 0, result.output
     rows = json_module.loads(result.output)
     truth = ground_truth()

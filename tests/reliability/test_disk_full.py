@@ -78,7 +78,7 @@ def test_disk_full_while_writing_the_database(
     def no_space(*args: object) -> None:
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(publish_module, "_write_views", no_space)
+    monkeypatch.setattr(publish_module, "write_views", no_space)
     result = CliRunner().invoke(main, ["run", "--config", str(config)])
     assert result.exit_code == 1
     assert "error: disk full while writing the snapshot to " in result.output

@@ -9,7 +9,7 @@ import duckdb
 from worlds import change_telemetry, make_world, run_in_process
 
 from pipeline.config.loader import load_config
-from pipeline.warehouse.snapshots import DATABASE_NAME
+from pipeline.warehouse.snapshots import DATABASE_NAME, open_database
 
 TOTALS = (
     "select attempt_id, effective_cost from marts.attempt_costs "
@@ -27,7 +27,7 @@ def test_a_reader_keeps_its_snapshot_across_publishes(tmp_path: Path, template: 
     config = make_world(tmp_path / "world", template)
     database = load_config(config).warehouse / DATABASE_NAME
     assert run_in_process(config) == "published"
-    reader = duckdb.connect(str(database), read_only=True)
+    reader = open_database(database)
     before = observe(reader)
     bill = reader.execute(BILL).fetchone()[0]
 
@@ -39,7 +39,7 @@ def test_a_reader_keeps_its_snapshot_across_publishes(tmp_path: Path, template: 
     assert observe(reader) == before, "the open reader still sees its own snapshot, whole"
     assert reader.execute(BILL).fetchone()[0] == bill
     reader.close()
-    fresh = duckdb.connect(str(database), read_only=True)
+    fresh = open_database(database)
     after = observe(fresh)
     fresh.close()
     assert after[0] != before[0] and after[1] == before[1], "same inputs, a newer snapshot"
@@ -56,7 +56,7 @@ def test_readers_during_publishes_see_old_or_new_whole(tmp_path: Path, template:
     def read() -> None:
         while not stop.is_set():
             try:
-                con = duckdb.connect(str(database), read_only=True)
+                con = open_database(database)
                 seen.append(observe(con))
                 con.close()
             except BaseException as error:

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import ast
 import configparser
+import json
 import re
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+from side_envs import AIRFLOW, run_python, side_python
 
 ROOT = Path(__file__).resolve().parents[2]
 RECIPES = ROOT / "docs" / "scheduling"
@@ -115,7 +117,7 @@ def test_airflow_dag() -> None:
         for item in operator.keywords
         if item.arg in ("task_id", "bash_command")
     }
-    assert keywords == {"task_id": "runcost_run", "bash_command": "/srv/runcost/nightly.sh"}
+    assert keywords == {"task_id": "runcost_run", "bash_command": "/srv/runcost/nightly.sh "}
     (dag,) = calls(tree)["DAG"]
     settings = {item.arg: item.value for item in dag.keywords}
     assert ast.literal_eval(settings["schedule"]) == "30 6 * * *"
@@ -136,3 +138,64 @@ def test_dagster_asset() -> None:
     (schedule,) = calls(tree)["dg.ScheduleDefinition"]
     settings = {item.arg: ast.unparse(item.value) for item in schedule.keywords}
     assert settings["cron_schedule"] == "'30 6 * * *'"
+
+
+def test_no_bash_command_ends_in_a_template_extension() -> None:
+    # BashOperator loads a command ending in .sh or .bash as a Jinja template file; a trailing
+    # space keeps it a command
+    for path in RECIPES.glob("*.py"):
+        for operator in calls(ast.parse(path.read_text(encoding="utf-8"))).get("BashOperator", []):
+            for item in operator.keywords:
+                if item.arg == "bash_command":
+                    command = ast.literal_eval(item.value)
+                    assert not command.endswith((".sh", ".bash")), (path.name, command)
+
+
+AIRFLOW_RENDER = """
+import importlib.util, json, sys
+spec = importlib.util.spec_from_file_location("recipe", sys.argv[1])
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+(task,) = module.dag.tasks
+task.render_template_fields({"ds": "2026-11-01"}, jinja_env=module.dag.get_template_env())
+print(json.dumps({"type": type(task).__name__, "ext": list(task.template_ext),
+                  "command": task.bash_command, "dag": module.dag.dag_id}))
+"""
+
+
+@pytest.mark.slow
+def test_airflow_renders_the_dag_with_the_real_bash_operator(tmp_path: Path) -> None:
+    python = side_python("airflow", AIRFLOW)
+    found = json.loads(
+        run_python(
+            python,
+            AIRFLOW_RENDER,
+            str(RECIPES / "airflow_runcost.py"),
+            env={"AIRFLOW_HOME": str(tmp_path)},
+        )
+    )
+    assert found == {
+        "type": "BashOperator",
+        "ext": [".sh", ".bash"],
+        "command": "/srv/runcost/nightly.sh ",
+        "dag": "runcost_nightly",
+    }
+
+
+def test_every_night_sets_up_what_the_recipes_use() -> None:
+    readme = (RECIPES.parent.parent / "README.md").read_text(encoding="utf-8")
+    block = readme.split("## Every night", 1)[1].split("```sh\n", 1)[1].split("```", 1)[0]
+    steps = block.splitlines()
+
+    def first(text: str) -> int:
+        return next(index for index, line in enumerate(steps) if text in line)
+
+    # the user, the folders and the environment exist before anything is copied or run
+    assert first("useradd --system") < first("install -d -o runcost -g runcost /srv/runcost")
+    assert "/var/log/runcost" in steps[first("install -d")]
+    assert first("python3 -m venv /srv/runcost/venv") < first("venv/bin/pip install")
+    assert first("venv/bin/pip install") < first("nightly.sh /srv/runcost/")
+    assert first("runcost.toml /srv/runcost/") < first("enable --now runcost-nightly.timer")
+    service = (RECIPES / "runcost-nightly.service").read_text(encoding="utf-8")
+    assert "User=runcost" in service and "ExecStart=/srv/runcost/nightly.sh" in service
+    assert "exec venv/bin/runcost" in (RECIPES / "nightly.sh").read_text(encoding="utf-8")

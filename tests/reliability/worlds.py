@@ -12,7 +12,6 @@ import sys
 import time
 from pathlib import Path
 
-import duckdb
 import pytest
 
 from pipeline.config.loader import load_config
@@ -20,7 +19,12 @@ from pipeline.run.nightly import run_pipeline
 from pipeline.run.record import HISTORY_TABLES
 from pipeline.scenario import write_scenario
 from pipeline.warehouse.publish import content_hash
-from pipeline.warehouse.snapshots import DATABASE_NAME, current_snapshot, snapshot_record
+from pipeline.warehouse.snapshots import (
+    DATABASE_NAME,
+    current_snapshot,
+    open_database,
+    snapshot_record,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 # att-llm-01 with 4 GPUs instead of 8: the GPU-seconds pools split differently, the bill is equal
@@ -62,7 +66,7 @@ def published_hashes(warehouse: Path) -> dict[str, str]:
     assert current is not None, "nothing is published"
     record = snapshot_record(Path(current["snapshot"]))
     assert record is not None
-    con = duckdb.connect(str(warehouse / DATABASE_NAME), read_only=True)
+    con = open_database(warehouse / DATABASE_NAME)
     try:
         served = con.execute("select run_id from runcost_snapshot").fetchone()[0]
         hashes = {name: content_hash(con, name)[2] for name in record["tables"]}

@@ -58,6 +58,11 @@ ROWS = {
         adjustment_info={"id": "adj-1", "type": "USAGE_CORRECTION", "mode": "PARTIAL_CORRECTION"},
     ),
     "float-money": gcp_row(cost=0.1 + 0.2, cost_at_list=1e-10),
+    # time-unit usage: the seconds the resource ran in the hour, bounded by the window
+    "ran-20-minutes": gcp_row(usage={"amount": 1200.0, "unit": "seconds"}),
+    "ran-15-minutes-in-hours": gcp_row(usage={"amount": 0.25, "unit": "hour"}),
+    "two-gpus-whole-hour": gcp_row(usage={"amount": 7200.0, "unit": "seconds"}),
+    "ram-byte-seconds": gcp_row(usage={"amount": 3.0e13, "unit": "byte-seconds"}),
     # shaped like koku's detailed sample: a zero-cost egress row of "instance-1"
     "koku-egress": gcp_row(
         sku={
@@ -235,3 +240,11 @@ def test_a_file_whose_labels_are_text_is_refused_by_name(tmp_path) -> None:
     assert str(caught.value) == (
         f"{delivery.files[0]}: column labels is string, not a REPEATED field (list)"
     )
+
+
+def test_usage_seconds_from_time_usage_bounded_by_the_window(lines) -> None:
+    assert lines["ran-20-minutes"]["usage_seconds"] == 1200
+    assert lines["ran-15-minutes-in-hours"]["usage_seconds"] == 900
+    assert lines["two-gpus-whole-hour"]["usage_seconds"] == 3600
+    assert lines["ram-byte-seconds"]["usage_seconds"] == 3600
+    assert lines["koku-egress"]["usage_seconds"] == 3600  # bytes: the window

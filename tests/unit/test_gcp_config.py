@@ -107,7 +107,8 @@ WHERE = "runcost.toml"
         (
             {"credentials": "key.json"},
             f"{WHERE}: unknown key gcp.credentials; allowed in [gcp]: api_endpoint, "
-            "billing_project, files, start_date, tables, window_days",
+            "billing_project, files, read_api, start_date, storage_api_endpoint, tables, "
+            "window_days",
         ),
     ],
 )

@@ -175,6 +175,14 @@ def _csv_map_not_json(root: Path) -> None:
     write_csv_export(root, {"bad.csv.gz": gzip.compress(text.encode())})
 
 
+def _csv_bad_number(root: Path) -> None:
+    rows = list(csv.reader(io.StringIO(gzip.decompress(csv_bytes(cur_table(rows=3))).decode())))
+    rows[3][rows[0].index("line_item_unblended_cost")] = "12,50 USD (a value this long is kept)"
+    text = io.StringIO()
+    csv.writer(text, lineterminator="\n").writerows(rows)
+    write_csv_export(root, {"bad.csv.gz": gzip.compress(text.getvalue().encode())})
+
+
 BAD = {
     "mixed currencies": (
         _mixed_currencies,
@@ -204,6 +212,11 @@ BAD = {
     "csv map cell that is not json": (
         _csv_map_not_json,
         ["bad.csv.gz: cannot read it as a CUR CSV export"],
+    ),
+    "csv money that is not a number": (
+        _csv_bad_number,
+        ["bad.csv.gz: line 4, column line_item_unblended_cost: "
+         "'12,50 USD (a value this long is kept)' is refused"],
     ),
 }  # fmt: skip
 

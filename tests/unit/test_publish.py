@@ -20,6 +20,7 @@ from pipeline.warehouse.publish import (
 from pipeline.warehouse.snapshots import (
     DATABASE_NAME,
     current_snapshot,
+    open_database,
     prune,
     recover,
     snapshot_record,
@@ -70,7 +71,7 @@ def test_partitioned_layout_and_views_equal_the_tables(tmp_path: Path, build) ->
     assert record["tables"]["marts.reconciliation"]["partition_by"] is None
     assert record["tables"]["normalized.cost_lines"]["rows"] == 7
 
-    views = duckdb.connect(str(tmp_path / DATABASE_NAME), read_only=True)
+    views = open_database(tmp_path / DATABASE_NAME)
     for name, item in record["tables"].items():
         columns, rows, digest = content_hash(views, name)
         assert [list(column) for column in columns] == item["columns"], name
@@ -132,12 +133,12 @@ def test_a_published_view_runs_over_the_published_tables(tmp_path: Path, build) 
         ["billed_cost", "DECIMAL(38,10)"],
     ]
     expected = build.execute(f"{VIEW_SQL} order by 1").fetchall()
-    published = duckdb.connect(str(tmp_path / DATABASE_NAME), read_only=True)
+    published = open_database(tmp_path / DATABASE_NAME)
     assert published.execute("select * from marts.period_totals order by 1").fetchall() == expected
     published.close()
     # a snapshot opened later (runcost diff, --as-of) gets the view back from snapshot.json
     write_snapshot_database(snapshot.folder, tmp_path / "as_of.duckdb")
-    again = duckdb.connect(str(tmp_path / "as_of.duckdb"), read_only=True)
+    again = open_database(tmp_path / "as_of.duckdb")
     assert again.execute("select * from marts.period_totals order by 1").fetchall() == expected
     again.close()
     # the view's definition is content: changing it makes the snapshot stale
@@ -220,7 +221,7 @@ def test_both_partitioned_writes_publish_the_same_layout_and_rows(
     written = sorted((snapshot.folder / "normalized" / "cost_lines").rglob("*.parquet"))
     assert len(written) == files
     assert all(path.name == "part_0.parquet" for path in written)
-    published = duckdb.connect(str(tmp_path / DATABASE_NAME), read_only=True)
+    published = open_database(tmp_path / DATABASE_NAME)
     query = "select * from normalized.cost_lines order by line_id"
     assert published.execute(query).fetchall() == con.execute(query).fetchall()
     published.close()

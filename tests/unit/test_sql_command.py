@@ -19,6 +19,7 @@ from pipeline.cli.app import main
 from pipeline.config.loader import load_config
 from pipeline.scenario import write_scenario
 from pipeline.warehouse.access import QueryRefused, check_read_only, open_snapshot
+from pipeline.warehouse.snapshots import open_database
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 GUIDE = ROOT / "docs" / "analyst-guide.md"
@@ -39,7 +40,7 @@ def runcost_sql(database: Path, *args: str) -> Result:
 
 
 def mart_value(database: Path, query: str) -> object:
-    con = duckdb.connect(str(database), read_only=True)
+    con = open_database(database)
     try:
         return con.execute(query).fetchone()[0]
     finally:
@@ -73,7 +74,7 @@ def test_csv_keeps_decimals_exact(database: Path) -> None:
     )
     assert result.exit_code == 0, result.output
     rows = list(csv.DictReader(io.StringIO(result.output)))
-    con = duckdb.connect(str(database), read_only=True)
+    con = open_database(database)
     expected = con.execute(
         "select experiment_id, effective_cost from marts.experiment_costs "
         "where allocation_model = 'fully_loaded' order by experiment_id"
@@ -91,7 +92,7 @@ def test_json_numbers_parse_back_to_the_same_decimals(database: Path) -> None:
     result = runcost_sql(database, "--format", "json", query)
     assert result.exit_code == 0, result.output
     rows = json.loads(result.output, parse_float=Decimal)
-    con = duckdb.connect(str(database), read_only=True)
+    con = open_database(database)
     expected = con.execute(query).fetchall()
     con.close()
     assert [tuple(row.values()) for row in rows] == expected
@@ -126,7 +127,7 @@ def test_parquet_output_keeps_types(database: Path, tmp_path: Path) -> None:
         "select attempt_id, allocation_model, effective_cost, started_at from marts.attempt_costs",
     )
     assert result.exit_code == 0, result.output
-    with duckdb.connect(str(database), read_only=True) as con:
+    with open_database(database) as con:
         (rows,) = con.execute("select count(*) from marts.attempt_costs").fetchone()
     assert f"wrote {rows} rows" in result.output
     table = pq.read_table(output)
@@ -293,3 +294,32 @@ def test_guide_accepted_result_query_judges_the_quality_bar(database: Path, tmp_
         "where allocation_model = 'fully_loaded'",
     )
     assert row["total_cost"] == total
+
+
+@pytest.mark.parametrize(
+    ("statement", "message"),
+    [
+        (
+            "selet * from marts.attempt_costs",
+            'error: the query is not valid SQL: Parser Error: syntax error at or near "selet" '
+            "(LINE 1: selet * from marts.attempt_costs)",
+        ),
+        ("select 1 +", 'Parser Error: syntax error at or near "+"'),
+    ],
+)
+def test_a_typo_is_duckdbs_parser_message_and_exit_1(
+    database: Path, statement: str, message: str
+) -> None:
+    result = runcost_sql(database, statement)
+    assert result.exit_code == 1, result.output
+    assert message in " ".join(result.output.split())
+    assert "Required keyword" not in result.output  # not sqlglot's internals
+    assert "duckdb -readonly warehouse" not in result.output
+
+
+def test_a_query_on_a_missing_table_exits_1(database: Path) -> None:
+    result = runcost_sql(database, "select * from marts.no_such_table")
+    assert result.exit_code == 1, result.output
+    assert "error: query failed: Catalog Error: Table with name no_such_table" in " ".join(
+        result.output.split()
+    )

@@ -16,6 +16,7 @@ from click.testing import CliRunner
 from pipeline.cli.app import main
 from pipeline.common.errors import InputError
 from pipeline.ingest.aws_tags import check_tag_keys, list_cost_allocation_tags
+from pipeline.warehouse.snapshots import open_database
 
 ATTEMPT_KEYS = ("attempt-id",)
 EXPERIMENT_KEYS = ("ml:experiment_id",)
@@ -119,7 +120,7 @@ def published(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def coverage(config: Path) -> dict[str, dict[str, Any]]:
     database = config.parent / "warehouse" / "runcost.duckdb"
-    con = duckdb.connect(str(database), read_only=True)
+    con = open_database(database)
     cursor = con.execute("select * from marts.tag_coverage")
     names = [column[0] for column in cursor.description]
     rows = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
@@ -137,6 +138,11 @@ def test_tag_coverage_per_service(published: Path) -> None:
         "AmazonSageMaker",
     ]  # fmt: skip: the Savings Plan fee is a purchase, not usage, so it is not counted
     ec2 = rows["AmazonEC2"]
+    assert ec2["source_format"] == "aws_cur"
+    assert (ec2["attempt_tag_keys"], ec2["experiment_tag_keys"]) == (
+        ["user_attempt_id"],
+        ["user_experiment_id"],
+    )
     assert ec2["attempt_tagged_lines"] == 52
     # an unknown attempt tag counts: the smoke test's att-manual-smoke has no experiment tag
     # ($0.8045), and the kept RL volume has only an experiment tag ($1.03224)
@@ -173,7 +179,14 @@ def test_zero_total_has_no_share(tmp_path: Path) -> None:
         "billing_period, 'p' as billing_account_id, 'a' as sub_account_id, 'AWSSupport' as "
         "service_name, 'USD' as billing_currency, 'att-1' as attempt_tag, "
         "cast(null as varchar) as experiment_tag, cast(v as decimal(38, 10)) as effective_cost, "
-        "'Usage' as charge_category, 'r-1' as resource_id from (values (5), (-5)) as t(v)"
+        "'Usage' as charge_category, 'r-1' as resource_id, 'aws_cur' as source_format "
+        "from (values (5), (-5)) as t(v)"
+    )
+    con.execute("create schema config")
+    con.execute(
+        "create table config.attribution as select ['user_attempt_id'] as attempt_tag_keys, "
+        "['user_experiment_id'] as experiment_tag_keys, ['attempt_id'] as attempt_label_keys, "
+        "['experiment_id'] as experiment_label_keys"
     )
     row = con.execute(f"select * from ({model.sql})").fetchone()
     names = [column[0] for column in con.description]

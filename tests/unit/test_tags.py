@@ -1,4 +1,4 @@
-"""Tag keys as users write them become the resource_tags keys CUR 2.0 writes."""
+"""Tag keys as users write them: the resource_tags keys CUR 2.0 writes, and the keys as written."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 from pipeline.common.errors import ConfigError
 from pipeline.config.loader import load_config
-from pipeline.config.tags import aws_tag_cur_key, cur_tag_key, cur_tag_keys
+from pipeline.config.tags import aws_tag_cur_key, cur_tag_key, cur_tag_keys, gcp_label_problem
 from pipeline.run.settings import write_pool_settings
 
 
@@ -69,3 +69,40 @@ def test_config_attribution_holds_cur_keys(tmp_path: Path) -> None:
 
 def test_default_keys_still_work(tmp_path: Path) -> None:
     assert _attribution(tmp_path, "") == (["user_attempt_id"], ["user_experiment_id"])
+
+
+def test_config_attribution_holds_the_keys_as_configured_for_labels_and_focus(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "runcost.toml"
+    path.write_text(
+        '[attribution]\nattempt_tag_keys = [" attempt-id", "ml:attempt_id", "attempt-id"]\n'
+        'experiment_tag_keys = ["Experiment"]\n',
+        encoding="utf-8",
+    )
+    con = duckdb.connect()
+    write_pool_settings(con, load_config(path))
+    labels = con.execute(
+        "select attempt_label_keys, experiment_label_keys from config.attribution"
+    ).fetchone()
+    assert labels == (["attempt-id", "ml:attempt_id"], ["Experiment"])
+
+
+@pytest.mark.parametrize(
+    ("key", "valid"),
+    [
+        ("attempt-id", True),
+        ("attempt_id", True),
+        ("a" * 63, True),
+        ("a" * 64, False),
+        ("AttemptId", False),
+        ("ml:attempt.id", False),
+        ("1attempt", False),
+    ],
+)
+def test_gcp_label_rules(key: str, valid: bool) -> None:
+    problem = gcp_label_problem(key)
+    assert (problem is None) == valid
+    if not valid:
+        assert f"{key!r} cannot be a Google Cloud label key" in problem
+        assert "k8s-label/<key>" in problem

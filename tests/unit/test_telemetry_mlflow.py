@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -188,18 +189,51 @@ def test_nan_metric_is_null(tmp_path: Path) -> None:
     assert (row["metric_name"], row["metric_value"]) == ("loss", None)
 
 
-def test_unknown_schema_version_names_the_supported_ones(tmp_path: Path) -> None:
-    path = store(tmp_path / "m.db", runs=[], version="0123abcd")
+def test_newer_schema_version_is_read_when_the_columns_are_there(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = store(tmp_path / "m.db", runs=[("r1", "FINISHED", T0, T0 + 60_000, 1)], version="9f8e")
+    with sqlite3.connect(path) as con:  # what a later migration might add
+        con.execute("alter table runs add column workspace varchar(63)")
+        con.execute("create table run_links (run_uuid varchar(32), url varchar(500))")
+    with caplog.at_level(logging.INFO, logger="runcost"):
+        (row,) = rows(path)
+    assert (row["attempt_id"], row["ended_at"]) == ("mlflow:r1", at(1))
+    assert "schema version 9f8e, not one runcost was checked on" in caplog.text
+    assert rows(path, accept_schema_version="9f8e")[0]["attempt_id"] == "mlflow:r1"
+
+
+def test_store_without_alembic_version_is_read_when_the_columns_are_there(tmp_path: Path) -> None:
+    path = store(tmp_path / "m.db", runs=[("r1", "FAILED", T0, T0, 1)], version=None)
+    assert rows(path)[0]["status"] == "failed"
+
+
+def test_store_lacking_a_read_column_is_refused_naming_it(tmp_path: Path) -> None:
+    path = store(tmp_path / "m.db", runs=[], version="9f8e")
+    with sqlite3.connect(path) as con:
+        con.execute("alter table runs drop column end_time")
+        con.execute("alter table metrics drop column is_nan")
     message = error(path)
-    assert "schema version 0123abcd" in message
-    assert VERSION in message
-    assert 'accept_schema_version = "0123abcd"' in message
-    assert rows(path, accept_schema_version="0123abcd") == []
+    assert message.startswith(
+        f"src: {path}: column runs.end_time is missing (schema version 9f8e); "
+    )
+    assert "runs(run_uuid, status, start_time, end_time" in message
+    with sqlite3.connect(path) as con:
+        con.execute("alter table runs add column end_time bigint")
+    assert f"{path}: column metrics.is_nan is missing" in error(path)
+    with sqlite3.connect(path) as con:
+        con.execute("drop table tags")
+    assert f"{path}: table tags is missing" in error(path)
 
 
-def test_store_without_alembic_version_is_refused(tmp_path: Path) -> None:
-    path = store(tmp_path / "m.db", runs=[], version=None)
-    assert "no alembic_version table" in error(path)
+def test_server_options_without_a_server_and_both_kinds_are_refused(tmp_path: Path) -> None:
+    path = store(tmp_path / "m.db", runs=[])
+    assert "option(s) experiments need options.tracking_uri" in error(path, experiments=["x"])
+    both = error(path, tracking_uri="http://127.0.0.1:1", experiments=["x"])
+    assert "set either path (an SQLite store) or options.tracking_uri" in both
+    assert "read a tracking server with options.tracking_uri" in error(
+        "postgresql://db/mlflow"  # type: ignore[arg-type]
+    )
 
 
 @pytest.mark.parametrize(

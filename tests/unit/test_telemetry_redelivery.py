@@ -5,11 +5,10 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-import duckdb
-
 from pipeline.config.loader import load_config
 from pipeline.run.nightly import run_pipeline
 from pipeline.scenario import write_scenario
+from pipeline.warehouse.snapshots import open_database
 
 
 def keep_rows(path: Path, attempt_ids: set[str], change: dict[str, str] | None = None) -> None:
@@ -24,7 +23,7 @@ def keep_rows(path: Path, attempt_ids: set[str], change: dict[str, str] | None =
 
 
 def costs(database: Path) -> dict[tuple[str, str], tuple]:
-    with duckdb.connect(str(database), read_only=True) as con:
+    with open_database(database) as con:
         rows = con.execute(
             "select attempt_id, allocation_model, effective_cost, status from marts.attempt_costs"
         ).fetchall()
@@ -44,7 +43,7 @@ def test_attempts_left_out_of_a_redelivery_stay(tmp_path: Path) -> None:
     redeliver_one_attempt(tmp_path / "world")
     after = run_pipeline(config).database
     assert costs(after) == before  # every attempt still there, every cost unchanged
-    with duckdb.connect(str(after), read_only=True) as con:
+    with open_database(after) as con:
         metric = con.execute(
             "select metric_value from telemetry.attempts where attempt_id = 'att-nlp-01'"
         ).fetchone()

@@ -162,7 +162,25 @@ def test_epoch_seconds_and_unknown_instance_type(tmp_path: Path) -> None:
     job["TrainingStartTime"] = at("2026-10-01T10:00:00").timestamp()
     job["ResourceConfig"]["InstanceType"] = "ml.trn1.32xlarge"
     [row] = sagemaker.read(write(tmp_path, job), LABEL)["attempts"].to_pylist()
-    assert (row["started_at"], row["gpu_count"]) == (at("2026-10-01T10:00:00"), None)
+    assert (row["started_at"], row["gpu_count"]) == (at("2026-10-01T10:00:00"), 32)
+    assert row["gpu_type"] == "Trainium"
+    job["ResourceConfig"]["InstanceType"] = "ml.x9.48xlarge"
+    with pytest.raises(InputError) as raised:
+        sagemaker.read(write(tmp_path, job), LABEL)
+    assert "(job llm-spot): instance type 'ml.x9.48xlarge' is not in runcost's table" in str(
+        raised.value
+    )
+    assert 'options.gpus = { "ml.x9.48xlarge" = <GPUs per instance> }' in str(raised.value)
+    source = {"path": tmp_path / "job.json", "options": {"gpus": {"ml.x9.48xlarge": 4}}}
+    [row] = sagemaker.read(source, LABEL)["attempts"].to_pylist()
+    assert (row["gpu_count"], row["gpu_type"]) == (8, None)
+
+
+def test_instance_table_lists_documented_gpu_types() -> None:
+    table = sagemaker.instance_types()
+    assert table["ml.p5.48xlarge"] == (8, "H100")
+    assert table["ml.g5.12xlarge"] == (4, "A10G")
+    assert table["ml.m5.xlarge"] == (0, None)
 
 
 def _no_name(job: dict) -> None:

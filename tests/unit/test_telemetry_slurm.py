@@ -226,6 +226,7 @@ def test_node_map_gives_resources_clipped_to_attempt_and_validity(tmp_path: Path
         ("a[1-2]-b[8-9]", ["a1-b8", "a1-b9", "a2-b8", "a2-b9"]),
         ("n[9-10],login1", ["n9", "n10", "login1"]),
         ("cdr247", ["cdr247"]),
+        ("n[01-03]-ib,n[1-2][3-4]", ["n01-ib", "n02-ib", "n03-ib", "n13", "n14", "n23", "n24"]),
         ("None assigned", []),
         ("", []),
     ],
@@ -286,7 +287,25 @@ def test_end_before_start_fails_or_is_skipped(
             ["5|5|j|c1||2026-13-01|Unknown|Unknown|PENDING|0:0|1|n1|"],
             r"Submit '2026-13-01' is not a time",
         ),
-        (["5|5|j|c1||Unknown|Unknown|Unknown|PENDING|0:0|1|n[a-b]|"], r"'a-b' is not N or N-M"),
+        (
+            ["5|5|j|c1||Unknown|Unknown|Unknown|PENDING|0:0|1|n[a-b]|"],
+            r"line 2 \(job 5\): NodeList 'n\[a-b\]' is not a Slurm hostlist \(bad range\)",
+        ),
+        (
+            ["5|5|j|c1||Unknown|Unknown|Unknown|PENDING|0:0|1|n[1-3|"],
+            r"line 2 \(job 5\): NodeList 'n\[1-3' is not a Slurm hostlist \(unbalanced",
+        ),
+        (
+            ["5|5|j|c1||Unknown|Unknown|Unknown|PENDING|0:0|1|n[10-8]|"],
+            r"line 2 \(job 5\): NodeList 'n\[10-8\]' is not a Slurm hostlist \(start > stop",
+        ),
+        (
+            [
+                "5|5|j|c1||Unknown|Unknown|Unknown|PENDING|0:0|1||",
+                "5.batch|5.batch|batch|c1||||||0:0|1|n[2-|",
+            ],
+            r"line 3 \(job 5.batch\): NodeList 'n\[2-' is not a Slurm hostlist",
+        ),
         (["5|5||c1||Unknown|Unknown|Unknown|PENDING|0:0|1|n1|"], r"no experiment id"),
         (["5|5|j"], r"line 2: 3 fields but the header has 13"),
     ],
@@ -302,6 +321,9 @@ def test_bad_json_records_are_named(tmp_path: Path) -> None:
     (tmp_path / "not.json").write_text('{"jobs": 3}', encoding="utf-8")
     with pytest.raises(InputError, match="no top-level 'jobs' list"):
         read(tmp_path / "not.json")
+    job = json_job(6, "x", "COMPLETED", ("2026-06-01T10:00:00",) * 3, "gpu-[01-04", [])
+    with pytest.raises(InputError, match=r"jobs\[0\] \(job 6\): NodeList 'gpu-\[01-04' is not"):
+        read(write_json(tmp_path, [job]))
 
 
 def test_comment_tags_give_attempt_and_experiment_ids(tmp_path: Path) -> None:

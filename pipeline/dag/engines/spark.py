@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import shutil
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -13,14 +14,14 @@ from sqlglot.errors import SqlglotError
 from pipeline.common.errors import ConfigError
 from pipeline.config.engine import SparkOptions
 from pipeline.dag.engines.base import CHECK_SAMPLE_ROWS, CheckResult
+from pipeline.dag.engines.spark_inputs import Inputs, load_inputs
+from pipeline.dag.engines.spark_outputs import write_outputs
 from pipeline.dag.engines.transpile import to_spark, view_name
-from pipeline.warehouse.snapshots import sql_path
 
 if TYPE_CHECKING:
     from pipeline.dag.models import Model
 
 INSTALL_HINT = "pip install 'runcost[spark]'"
-INPUT_SCHEMAS = ("raw", "config")
 PUBLISHED_LAYERS = ("normalized", "attribution", "allocation", "marts")
 TELEMETRY_VIEWS = ("attempts", "attempt_resources", "attempt_events", "experiments")
 # Settings that make Spark compute what DuckDB computes (docs/scale.md, "Money on Spark"); they
@@ -113,31 +114,29 @@ class SparkEngine:
         self.local = is_local(options)
         self.views: set[str] = set()
         self.config_tables: list[str] = []  # config.*, published with the models in a catalog
+        self.inputs = Inputs()
+        # published name -> the Parquet Spark wrote for it, which publish moves into the snapshot
+        self.published_files: dict[str, Path] = {}
+        self.seconds: dict[str, float] = {}  # inputs, outputs: Spark's work outside the models
 
     def load_inputs(self, con: duckdb.DuckDBPyConnection) -> None:
-        """Register the raw.* and config.* relations of the DuckDB build database in Spark."""
-        relations = con.execute(
-            "select table_schema, table_name from information_schema.tables "
-            "where table_schema in (select unnest(?)) order by all",
-            [list(INPUT_SCHEMAS)],
-        ).fetchall()
-        for schema, name in relations:
-            qualified = f"{schema}.{name}"
-            if schema == "config":
-                self.config_tables.append(qualified)
-            if self.local:
-                # a local session reads Parquet files; a cluster cannot see this machine's disk
-                target = self.scratch / "inputs" / f"{qualified}.parquet"
-                target.parent.mkdir(parents=True, exist_ok=True)
-                con.execute(
-                    f"copy (select * from {qualified}) to '{sql_path(target)}' (format parquet)"
-                )
-                frame = self.session.read.parquet(str(target))
-            else:
-                frame = self.session.createDataFrame(
-                    con.sql(f"select * from {qualified}").to_arrow_table()
-                )
-            self._register(frame, view_name(qualified))
+        """Register the raw.* and config.* relations of the DuckDB build database in Spark:
+        executors read the raw Parquet, small tables pass through the driver (spark_inputs)."""
+        started = time.perf_counter()
+        self.inputs = load_inputs(self.session, con)
+        self.views.update(self.inputs.views)
+        self.config_tables = list(self.inputs.config_tables)
+        self.seconds["inputs"] = time.perf_counter() - started
+        log.info(
+            "spark: %d raw views read by the executors (%d Parquet files), %d small tables "
+            "(%d rows) through the driver, in %.1f s",
+            len(self.inputs.read_by_executors),
+            sum(len(files) for files in self.inputs.read_by_executors.values()),
+            len(self.inputs.through_driver),
+            sum(self.inputs.through_driver.values()),
+            self.seconds["inputs"],
+            extra={"stage": "build"},
+        )
 
     def prepare(self, schemas: tuple[str, ...]) -> None:
         """Temp views need no schema: `staging.x` is the view `staging__x` (transpile)."""
@@ -178,42 +177,29 @@ class SparkEngine:
         return names + [f"staging.{name}" for name in TELEMETRY_VIEWS]
 
     def copy_into(self, con: duckdb.DuckDBPyConnection, models: list[Model]) -> None:
-        """Make the published relations DuckDB tables of ``con``, typed as DuckDB types them.
+        """Spark writes the published relations as Parquet; ``con`` gets views over the files.
 
-        Spark's values, DuckDB's column types: each table takes the types DuckDB binds the same
-        model to (staging views are created in DuckDB for that; binding computes nothing), so a
-        SUM that Spark types BIGINT is published as DuckDB's HUGEINT, as the contract says.
+        Spark's values, DuckDB's column types: each view casts to the types DuckDB binds the same
+        model to, so a SUM that Spark types BIGINT is published as DuckDB's HUGEINT, as the
+        contract says. Publish moves the files into the snapshot (``published_files``).
         """
-        from pipeline.dag.models import order
-
-        published = set(self.published(models))
-        folder = self.scratch / "outputs"
-        for model in order(models):
-            if model.layer == "checks":
-                continue
-            con.execute(f"create schema if not exists {model.layer}")
-            if model.qualified not in published:
-                con.execute(f"create or replace view {model.qualified} as\n{model.sql}")
-                continue
-            bound = con.sql(model.sql)
-            columns = ", ".join(
-                f'cast("{name}" as {kind}) as "{name}"'
-                for name, kind in zip(bound.columns, bound.types, strict=True)
-            )
-            frame = self.session.table(view_name(model.qualified))
-            if self.local:
-                target = folder / model.qualified
-                frame.write.mode("overwrite").parquet(str(target))
-                source = f"read_parquet('{sql_path(target)}/*.parquet')"
-            else:  # the driver cannot read a cluster's local files: bring the rows over Arrow
-                con.register("spark_output", frame.toArrow())
-                source = "spark_output"
-            con.execute(
-                f"create or replace table {model.qualified} as select {columns} from {source}"
-            )
-            if not self.local:
-                con.unregister("spark_output")
-        shutil.rmtree(folder, ignore_errors=True)
+        names = {
+            qualified: f"telemetry.{qualified.split('.', 1)[1]}"
+            if qualified.startswith("staging.")
+            else qualified
+            for qualified in self.published(models)
+        }
+        started = time.perf_counter()
+        self.published_files = write_outputs(
+            self.session, con, models, names, self.scratch / "outputs"
+        )
+        self.seconds["outputs"] = time.perf_counter() - started
+        log.info(
+            "spark: %d published tables written as Parquet by the executors in %.1f s",
+            len(self.published_files),
+            self.seconds["outputs"],
+            extra={"stage": "publish"},
+        )
 
     def finish(self, con: duckdb.DuckDBPyConnection, models: list[Model]) -> dict[str, int] | None:
         if self.options.catalog:
@@ -237,6 +223,7 @@ class SparkEngine:
 
     def close(self) -> None:
         """Drop this run's views and cached tables; a local session runcost started is stopped."""
+        shutil.rmtree(self.scratch / "outputs", ignore_errors=True)  # published, or not needed
         if self.local and self.owned:
             self.session.stop()
             return

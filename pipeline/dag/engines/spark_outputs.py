@@ -1,0 +1,102 @@
+"""The Spark engine's outputs: executors write the published Parquet, in the snapshot's layout.
+
+Each published table is written by Spark under the run's scratch folder as publish lays it out
+(`marts/attempt_costs/billing_period=2026-03/*.parquet` for a table with billing periods,
+`config/x.parquet` otherwise), and the build database gets a view over those files, typed as
+DuckDB types the same model, so the run's inspections, totals and content hashes read them as
+they read DuckDB's tables. Publish then moves the files into the snapshot instead of copying.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import duckdb
+
+from pipeline.dag.engines.spark_types import spark_path
+from pipeline.dag.engines.transpile import view_name
+from pipeline.warehouse.snapshots import sql_path
+from pipeline.warehouse.views import PARTITION_COLUMN
+
+if TYPE_CHECKING:
+    from pipeline.dag.models import Model
+
+# Spark's name for a NULL partition value; DuckDB (and publish) write and read NULL
+SPARK_NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
+
+
+def write_outputs(
+    session: Any,
+    con: duckdb.DuckDBPyConnection,
+    models: list[Model],
+    published: dict[str, str],
+    folder: Path,
+) -> dict[str, Path]:
+    """Write every published relation as Parquet from Spark; views over it in ``con``.
+
+    ``published`` maps the model a relation is built by (`staging.attempts`) to the name it is
+    published as (`telemetry.attempts`). Returns published name -> the file or folder written.
+    """
+    from pipeline.dag.models import order
+
+    written: dict[str, Path] = {}
+    for model in order(models):
+        if model.layer == "checks":
+            continue
+        con.execute(f"create schema if not exists {model.layer}")
+        if model.qualified not in published:
+            con.execute(f"create or replace view {model.qualified} as\n{model.sql}")
+            continue
+        bound = con.sql(model.sql)  # binding computes nothing: DuckDB's types for the model
+        columns = [
+            (str(name), str(kind)) for name, kind in zip(bound.columns, bound.types, strict=True)
+        ]
+        name = published[model.qualified]
+        frame = session.table(view_name(model.qualified))
+        names = [column for column, _ in columns]
+        partitioned = PARTITION_COLUMN in names and frame.limit(1).count() > 0
+        schema, table = name.split(".", 1)
+        if partitioned:
+            target = folder / schema / table
+            _write_partitioned(frame, target)
+            source = (
+                f"read_parquet('{sql_path(target)}/*/*.parquet', hive_partitioning = true, "
+                f"hive_types = {{'{PARTITION_COLUMN}': '{dict(columns)[PARTITION_COLUMN]}'}})"
+            )
+        else:
+            target = folder / schema / f"{table}.parquet"
+            _write_single(frame, target)
+            source = f"read_parquet('{sql_path(target)}')"
+        select = ", ".join(f'cast("{column}" as {kind}) as "{column}"' for column, kind in columns)
+        con.execute(f"create or replace view {model.qualified} as select {select} from {source}")
+        written[name] = target
+    return written
+
+
+def _write_partitioned(frame: Any, target: Path) -> None:
+    writer = frame.write.mode("overwrite").option("compression", "zstd")
+    writer.partitionBy(PARTITION_COLUMN).parquet(spark_path(target))
+    _tidy(target)
+    for folder in target.glob(f"{PARTITION_COLUMN}={SPARK_NULL_PARTITION}"):
+        folder.rename(target / f"{PARTITION_COLUMN}=NULL")
+
+
+def _write_single(frame: Any, target: Path) -> None:
+    """One file, as publish writes a table without billing periods (one task writes it)."""
+    spark_folder = target.with_name(f".{target.name}.spark")
+    frame.coalesce(1).write.mode("overwrite").option("compression", "zstd").parquet(
+        spark_path(spark_folder)
+    )
+    parts = sorted(spark_folder.glob("part-*.parquet"))
+    if len(parts) != 1:
+        raise RuntimeError(f"Spark wrote {len(parts)} files for {target}, not 1")
+    parts[0].replace(target)
+    shutil.rmtree(spark_folder)
+
+
+def _tidy(folder: Path) -> None:
+    """Drop the job's marker and the local filesystem's checksum files: only Parquet stays."""
+    for path in [*folder.rglob("_SUCCESS"), *folder.rglob(".*.crc")]:
+        path.unlink()

@@ -1,0 +1,192 @@
+"""MLflow over REST: runs logged by the real MLflow client to a real `mlflow server` on 127.0.0.1,
+read back page by page; the same server's SQLite store read directly gives the same attempts."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mlflow_server import MlflowServer, free_port, mlflow_server
+
+from pipeline.common.errors import InputError
+from pipeline.telemetry.adapters import read
+
+pytest.importorskip("mlflow", reason="the mlflow extra: pip install -e '.[mlflow]'")
+
+UTC = dt.UTC
+T0 = 1_790_000_000_000  # 2026-09-21T14:13:20Z in epoch ms
+MINUTE = 60_000
+
+
+def at(minutes: float) -> dt.datetime:
+    return dt.datetime(2026, 9, 21, 14, 13, 20, tzinfo=UTC) + dt.timedelta(minutes=minutes)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[MlflowServer, dict]]:
+    """A server holding two configured experiments and one other; run ids by name."""
+    from mlflow.tracking import MlflowClient
+
+    with mlflow_server(tmp_path_factory.mktemp("mlflow")) as running:
+        client = MlflowClient(tracking_uri=running.url)
+        llm = client.create_experiment("llm-pretrain")
+        sweep = client.create_experiment("resnet-sweep")
+        other = client.create_experiment("notebooks")
+        ids: dict[str, str] = {}
+
+        def run(name: str, experiment: str, start: int, tags: dict[str, str]) -> str:
+            created = client.create_run(
+                experiment, start_time=T0 + start * MINUTE, tags=tags, run_name=name
+            )
+            ids[name] = created.info.run_id
+            return created.info.run_id
+
+        # the first attempt fails (NCCL timeout) after 50 minutes; its retry resumes it
+        first = run("first", llm, 0, {"user_attempt_id": "llm-a1", "instance_id": "i-0aaa"})
+        client.log_param(first, "gpu_count", "8")
+        client.log_param(first, "instance_type", "p5.48xlarge")
+        client.log_metric(first, "val_loss", 2.5, timestamp=T0 + 10 * MINUTE, step=100)
+        client.log_metric(first, "val_loss", 2.1, timestamp=T0 + 40 * MINUTE, step=400)
+        client.set_terminated(first, "FAILED", end_time=T0 + 50 * MINUTE)
+        retry = run(
+            "retry",
+            llm,
+            55,
+            {"user_attempt_id": "llm-a2", "mlflow.parentRunId": first, "instance_id": "i-0bbb"},
+        )
+        client.log_param(retry, "gpu_count", "8")
+        client.log_metric(retry, "val_loss", 1.9, timestamp=T0 + 90 * MINUTE, step=900)
+        client.log_metric(retry, "val_loss", 1.7, timestamp=T0 + 80 * MINUTE, step=1000)
+        client.set_terminated(retry, "FINISHED", end_time=T0 + 120 * MINUTE)
+        # a run killed and then deleted in the UI: it still cost money
+        killed = run("killed", llm, 130, {"user_attempt_id": "llm-a3"})
+        client.set_terminated(killed, "KILLED", end_time=T0 + 135 * MINUTE)
+        client.delete_run(killed)
+        run("live", llm, 140, {"user_attempt_id": "llm-a4"})  # still running
+        for n in range(2):
+            trial = run(f"trial{n}", sweep, 10 + n, {"user_attempt_id": f"sweep-{n}"})
+            client.log_metric(trial, "val_loss", 0.5 + n, timestamp=T0, step=1)
+            client.set_terminated(trial, "FINISHED", end_time=T0 + (20 + n) * MINUTE)
+        run("scratch", other, 0, {"user_attempt_id": "nb-1"})  # not a configured experiment
+        yield running, ids
+
+
+def source(url: str, **options: Any) -> dict[str, object]:
+    defaults = {
+        "tracking_uri": url,
+        "experiments": ["llm-pretrain", "resnet-sweep"],
+        "attempt_id_tag": "user_attempt_id",
+        "experiment_id_from": "name",
+        "metric": "val_loss",
+        "page_size": 2,  # 6 runs: three pages through next_page_token
+    }
+    return {"kind": "mlflow", "path": None, "options": {**defaults, **options}}
+
+
+def test_runs_are_read_over_rest_page_by_page_and_match_the_sqlite_store(
+    server: tuple[MlflowServer, dict],
+) -> None:
+    running, ids = server
+    tables = read(source(running.url), "mlflow server")
+    attempts = {row["attempt_id"]: row for row in tables["attempts"].to_pylist()}
+    assert sorted(attempts) == ["llm-a1", "llm-a2", "llm-a3", "llm-a4", "sweep-0", "sweep-1"]
+    first, retry = attempts["llm-a1"], attempts["llm-a2"]
+    assert (first["status"], first["started_at"], first["ended_at"]) == ("failed", at(0), at(50))
+    assert (first["gpu_count"], first["instance_type"]) == (8, "p5.48xlarge")
+    assert (first["metric_name"], first["metric_value"]) == ("val_loss", pytest.approx(2.1))
+    assert first["experiment_id"] == "llm-pretrain"
+    assert (retry["status"], retry["parent_attempt_id"]) == ("succeeded", "llm-a1")
+    # latest = highest step, whatever the timestamp
+    assert retry["metric_value"] == pytest.approx(1.7)
+    assert attempts["llm-a3"]["status"] == "cancelled"
+    assert dict(attempts["llm-a3"]["tags"])["mlflow_lifecycle_stage"] == "deleted"
+    assert (attempts["llm-a4"]["status"], attempts["llm-a4"]["ended_at"]) == ("running", None)
+    assert dict(first["tags"])["source_native_id"] == ids["first"]
+    assert attempts["sweep-1"]["experiment_id"] == "resnet-sweep"
+    resources = sorted(
+        (r["attempt_id"], r["resource_id"], r["started_at"], r["ended_at"])
+        for r in tables["attempt_resources"].to_pylist()
+    )
+    assert resources == [
+        ("llm-a1", "i-0aaa", at(0), at(50)),
+        ("llm-a2", "i-0bbb", at(55), at(120)),
+    ]
+    # the server's own SQLite store, read directly, gives the same rows for these experiments
+    direct = read(
+        {
+            "kind": "mlflow",
+            "path": running.store,
+            "options": {"attempt_id_tag": "user_attempt_id", "experiment_id_from": "name"}
+            | {"metric": "val_loss"},
+        },
+        "mlflow store",
+    )["attempts"].to_pylist()
+    same = sorted((r for r in direct if r["attempt_id"] in attempts), key=lambda r: r["attempt_id"])
+    assert same == sorted(attempts.values(), key=lambda r: r["attempt_id"])
+    assert {r["attempt_id"] for r in direct} - set(attempts) == {"nb-1"}
+
+
+def test_started_after_reads_only_later_runs(server: tuple[MlflowServer, dict]) -> None:
+    running, _ = server
+    later = read(source(running.url, started_after="2026-09-21T15:00:00Z"), "m")["attempts"]
+    assert sorted(later.column("attempt_id").to_pylist()) == ["llm-a2", "llm-a3", "llm-a4"]
+
+
+def test_unknown_experiment_and_bad_run_are_named(server: tuple[MlflowServer, dict]) -> None:
+    running, ids = server
+    with pytest.raises(InputError) as raised:
+        read(source(running.url, experiments=["llm-pretrain", "llm-pretrian"]), "src")
+    assert str(raised.value) == (
+        f"src: {running.url}: experiment 'llm-pretrian' not found (RESOURCE_DOES_NOT_EXIST); "
+        "check options.experiments against the experiment names in the MLflow UI"
+    )
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=running.url)
+    for key, value, problem in (
+        (
+            "user_attempt_id",
+            "sweep-0",
+            f"attempt id 'sweep-0' (tag user_attempt_id) is also on run {ids['trial0']}",
+        ),
+        ("gpu_count", "eight", "tag gpu_count 'eight' is not a whole number"),
+    ):
+        client.set_tag(ids["trial1"], key, value)
+        try:
+            with pytest.raises(InputError) as raised:
+                read(source(running.url), "src")
+        finally:
+            if key == "user_attempt_id":
+                client.set_tag(ids["trial1"], key, "sweep-1")
+            else:
+                client.delete_tag(ids["trial1"], key)
+        where = f"src: {running.url}: experiment resnet-sweep: run {ids['trial1']}: "
+        assert str(raised.value).startswith(where + problem)
+
+
+def test_unreachable_server_and_secrets_in_config_are_refused(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    url = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+    monkeypatch.setattr("pipeline.telemetry.mlflow_rest.RETRY_SECONDS", 0.01)
+    with pytest.raises(InputError) as raised:
+        read(source(url), "src")
+    assert str(raised.value).startswith(f"src: {url}: cannot reach the MLflow tracking server (")
+    assert (
+        f"after 3 tries; check options.tracking_uri and that the server answers {url}/health"
+        in (str(raised.value))
+    )
+    with pytest.raises(InputError, match=r"options.token would put a secret in runcost.toml"):
+        read(source(url, token="dapi123"), "src")
+    monkeypatch.delenv("RUNCOST_TEST_MLFLOW_TOKEN", raising=False)
+    with pytest.raises(
+        InputError, match=r"token_env names RUNCOST_TEST_MLFLOW_TOKEN, which is not"
+    ):
+        read(source(url, token_env="RUNCOST_TEST_MLFLOW_TOKEN"), "src")
+    with pytest.raises(InputError, match=r"needs options.experiments = \[\"name\", ...\]"):
+        read(source(url, experiments=[]), "src")
+    with pytest.raises(InputError, match=r"tracking_uri 'databricks' is not an http\(s\) URL"):
+        read(source("databricks"), "src")
