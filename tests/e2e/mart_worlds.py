@@ -13,6 +13,7 @@ import duckdb
 
 from pipeline.config.loader import Config, load_config
 from pipeline.scenario import write_gcp_scenario, write_scenario
+from pipeline.warehouse.snapshots import open_database
 
 HERE = Path(__file__).resolve().parent
 GOLDEN = HERE / "golden_marts.json"
@@ -37,14 +38,18 @@ def _gcp(folder: Path) -> list[tuple[Config, datetime]]:
 
 
 def _focus(folder: Path) -> list[tuple[Config, datetime]]:
-    sys.path.insert(0, str(HERE.parent))
     from focus_world import write_focus_world
 
     return [(load_config(write_focus_world(folder)), CLOCK)]
 
 
+def _mixed(folder: Path) -> list[tuple[Config, datetime]]:
+    from mixed_world import write_world
+
+    return [(load_config(write_world(folder)), CLOCK)]
+
+
 def _nights(folder: Path) -> list[tuple[Config, datetime]]:
-    sys.path.insert(0, str(HERE))
     from nights import CLOCKS, write_night
 
     # each night is written just before it runs (the writer replaces the inputs)
@@ -53,10 +58,8 @@ def _nights(folder: Path) -> list[tuple[Config, datetime]]:
 
 def _scale(skew: bool) -> Callable[[Path], list[tuple[Config, datetime]]]:
     def world(folder: Path) -> list[tuple[Config, datetime]]:
-        try:
-            from bench.scale import ScaleSpec, generate
-        except ImportError:  # before the layout refactor
-            from pipeline.scenario.scale import ScaleSpec, generate
+        from bench.scale import ScaleSpec, generate
+
         generate(ScaleSpec(rows=20_000, seed=3, skew=skew), folder)
         return [(load_config(folder / "runcost.toml"), CLOCK)]
 
@@ -68,6 +71,7 @@ WORLDS: dict[str, Callable[[Path], list]] = {
     "aws_seed11": _aws_seed,
     "gcp": _gcp,
     "focus": _focus,
+    "mixed": _mixed,
     "periods": _nights,
     "scale": _scale(False),
     "scale_skew": _scale(True),
@@ -82,7 +86,7 @@ def run_world(name: str, folder: Path) -> dict[str, dict[str, object]]:
     for config, clock in WORLDS[name](folder):
         result = run_pipeline(config() if callable(config) else config, now=clock)
     assert result is not None
-    con = duckdb.connect(str(result.database), read_only=True)
+    con = open_database(result.database)
     try:
         return published_rows(con)
     finally:
