@@ -1,5 +1,6 @@
 -- What attribution left of each line once the split idle pool took its part: for config pools, else unallocated.
 -- grain: one row per line_id whose rest is not wholly split idle capacity
+-- materialized: intermediate (a step of the build, never published: allocation.cost_slices carries its result)
 with remainders as (
     select * from attribution.unattributed_lines
 ),

@@ -1,5 +1,6 @@
 -- Slices of unattributed cost that a pool spreads over attempts by its driver's shares (fully loaded model).
 -- grain: one row per (line_id, attempt_id)
+-- materialized: intermediate (a step of the build, never published: allocation.cost_slices carries its result)
 with pool_driver_weights as (
     select * from allocation.pool_driver_weights
 ),

@@ -2,6 +2,7 @@
 -- grain: one row per (line_id, attempt_id, experiment_id) with unused cost
 -- AWS spreads an instance-hour's unused capacity over its pods (split_line_item_unused_cost); the fully
 -- loaded model follows it. When every pod of the hour is placed, the slices take the line's whole rest.
+-- materialized: intermediate (a step of the build, never published: allocation.cost_slices carries its result)
 with split_cost_shares as (
     select * from attribution.split_cost_shares
 ),

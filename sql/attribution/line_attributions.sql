@@ -3,6 +3,7 @@
 -- Computed once for both allocation models. Lines meet the resource+time windows in one equi-join on the
 -- window; each line's slices, their sum and its rounding remainder are computed inside the line's row
 -- (lists), so no join or aggregate is keyed by line_id.
+-- materialized: intermediate (a step of the build, never published: allocation.cost_slices carries its result)
 with cost_lines as (
     select
         cost_lines.line_id,

@@ -5,6 +5,7 @@
 -- overlap; slice_rank 1 (largest overlap, then attempt id) takes a placed line's rounding remainder.
 -- Both sides are cut at hour boundaries and equi-joined on (resource_id, hour_start): a hash join
 -- with only a time-overlap filter goes quadratic on long-lived nodes with many short attempts.
+-- materialized: intermediate (a step of the build, never published: allocation.cost_slices carries its result)
 with cost_lines as (
     select * from normalized.cost_lines
 ),

@@ -1,5 +1,6 @@
 -- What attribution did not place: whole lines, and the rest of lines placed only in part, with the reason.
 -- grain: one row per line_id not wholly attributed
+-- materialized: intermediate (a step of the build, never published: allocation.cost_slices carries its result)
 with cost_lines as (
     select * from normalized.cost_lines
 ),
