@@ -69,7 +69,7 @@ def test_an_intermediate_is_built_but_never_published() -> None:
     step = parse_model("attribution", "step", HEADER.format("intermediate") + "select 1 as x")
     assert (step.materialization, step.created_as) == ("intermediate", "table")
     shown = parse_model("marts", "shown", HEADER.format("view") + "select * from attribution.step")
-    with pytest.raises(ModelError, match="attribution.step, which is not published"):
+    with pytest.raises(ModelError, match=r"attribution\.step, which is not published"):
         order([step, shown])
     shipped = intermediates(discover())
     assert {"attribution.line_attributions", "attribution.resource_time_overlaps"} <= shipped
