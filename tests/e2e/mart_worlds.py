@@ -80,17 +80,22 @@ WORLDS: dict[str, Callable[[Path], list]] = {
 
 def run_world(name: str, folder: Path) -> dict[str, dict[str, object]]:
     """Run the world's nights in order; the marts of the last run, by relation name."""
+    con = open_database(run_world_database(name, folder))
+    try:
+        return published_rows(con)
+    finally:
+        con.close()
+
+
+def run_world_database(name: str, folder: Path) -> Path:
+    """Run the world's nights in order; the runcost.duckdb the last run published."""
     from pipeline.run.nightly import run_pipeline
 
     result = None
     for config, clock in WORLDS[name](folder):
         result = run_pipeline(config() if callable(config) else config, now=clock)
     assert result is not None
-    con = open_database(result.database)
-    try:
-        return published_rows(con)
-    finally:
-        con.close()
+    return result.database
 
 
 def published_rows(con: duckdb.DuckDBPyConnection) -> dict[str, dict[str, object]]:

@@ -6,6 +6,7 @@ from decimal import Decimal
 
 import pytest
 from builders import at, cur_line, rebuild, records, run_check, sql_models
+from exact_checks import exact_problems
 
 D = Decimal
 CHECKS = sorted(item.name for item in sql_models() if item.layer == "checks")
@@ -151,9 +152,40 @@ def test_no_double_counting_fails_on_a_duplicate_line(built):
 
     rows = run_check(built, "no_double_counting")
 
-    assert sorted((row["problem"], row["line_key"], row["occurrences"]) for row in rows) == [
-        ("duplicate line_id", "1", 2),
-        ("duplicate source row", "delivery-1:part-0.parquet:1", 2),
+    # four lines, ids 0-3, and five rows: the file holds more lines than ids
+    assert [(row["problem"], row["line_key"], row["occurrences"]) for row in rows] == [
+        ("duplicate line_id", "delivery-1:part-0.parquet", 5)
+    ]
+    assert exact_problems(built)["unique_lines"] == [
+        ("line_id", "1"),
+        ("source row", "delivery-1:part-0.parquet:1"),
+    ]
+
+
+def test_no_double_counting_fails_on_a_file_read_twice(built):
+    # the same file registered again under the next file index: new ids, the same source rows
+    built.execute(
+        "insert into normalized.cost_lines select * replace (line_id + 4294967296 as line_id) "
+        "from normalized.cost_lines"
+    )
+
+    rows = run_check(built, "no_double_counting")
+
+    assert [(row["problem"], row["line_key"]) for row in rows] == [
+        ("file read twice", "delivery-1:part-0.parquet")
+    ]
+
+
+def test_no_double_counting_fails_on_files_sharing_ids(built):
+    built.execute(
+        "insert into normalized.cost_lines select * replace ('part-1.parquet' as source_file) "
+        "from normalized.cost_lines where line_id = 3"
+    )
+
+    rows = run_check(built, "no_double_counting")
+
+    assert [(row["problem"], row["line_key"]) for row in rows] == [
+        ("line ids shared with another file", "delivery-1:part-1.parquet")
     ]
 
 
@@ -208,17 +240,6 @@ def test_one_currency_per_attempt_fails_on_a_corrupted_slice(built):
         pytest.param(
             "update {t} set share = -0.25 where line_id = 2 and attempt_id = 'a1'", 2, id="negative"
         ),
-        pytest.param(
-            "update {t} set share = 0.5 where line_id = 1 and allocation_kind = 'attributed'",
-            1,
-            id="whole-line-shares-under-1",
-        ),
-        pytest.param(
-            "insert into {t} select * from {t} "
-            "where line_id = 1 and allocation_kind = 'attributed'",
-            1,
-            id="attributed-shares-over-1",
-        ),
     ],
 )
 def test_shares_in_range_fails(built, corruption, line_id):
@@ -232,6 +253,34 @@ def test_shares_in_range_fails(built, corruption, line_id):
     assert [(row["allocation_model"], row["line_id"]) for row in rows] == [
         ("fully_loaded", line_id)
     ]
+    assert exact_problems(built)["shares_per_line"] == [("fully_loaded", line_id)]
+
+
+@pytest.mark.parametrize(
+    ("corruption", "line_id"),
+    [
+        pytest.param(
+            "update {t} set share = 0.5 where line_id = 1 and allocation_kind = 'attributed'",
+            1,
+            id="whole-line-shares-under-1",
+        ),
+        pytest.param(
+            "insert into {t} select * from {t} "
+            "where line_id = 1 and allocation_kind = 'attributed'",
+            1,
+            id="attributed-shares-over-1",
+        ),
+    ],
+)
+def test_share_sums_per_line_are_checked_exactly_in_the_suite(built, corruption, line_id):
+    """A per-line share sum is not a build check (it needs a group-by on line_id)."""
+    corrupt_slices(
+        built,
+        corruption.format(t="allocation.cost_slices") + " and allocation_model = 'fully_loaded'",
+    )
+
+    assert run_check(built, "shares_in_range") == []
+    assert exact_problems(built)["shares_per_line"] == [("fully_loaded", line_id)]
 
 
 @pytest.mark.parametrize(
@@ -265,4 +314,34 @@ def test_slices_sum_to_line_fails(built, corruption, model, line_id):
 
     rows = run_check(built, "slices_sum_to_line")
 
-    assert [(row["allocation_model"], row["line_id"]) for row in rows] == [(model, line_id)]
+    # the checksum names the ledger (one account and period here); the exact check, the line
+    assert [(row["allocation_model"], row["billing_period"]) for row in rows] == [
+        (model, "2026-10")
+    ]
+    assert exact_problems(built)["slices_sum_to_line"] == [(model, line_id)]
+
+
+def test_slices_sum_to_line_sees_a_slice_moved_to_another_line(built):
+    # the same cost on line 1 instead of line 0: every total and the reconciliation hold
+    corrupt_slices(
+        built,
+        "update allocation.cost_slices set line_id = 1 "
+        "where line_id = 0 and allocation_model = 'marginal'",
+    )
+
+    rows = run_check(built, "slices_sum_to_line")
+
+    assert [row["allocation_model"] for row in rows] == ["marginal"]
+    assert exact_problems(built)["slices_sum_to_line"] == [("marginal", 0), ("marginal", 1)]
+
+
+def test_the_checksum_cannot_see_a_missing_zero_cost_line(built):
+    """What the header of slices_sum_to_line says it cannot catch; the exact check can."""
+    built.execute(
+        "update normalized.cost_lines set billed_cost = 0, effective_cost = 0, "
+        "list_cost = 0, net_cost = 0 where line_id = 3"
+    )
+    corrupt_slices(built, "delete from allocation.cost_slices where line_id = 3")
+
+    assert run_check(built, "slices_sum_to_line") == []
+    assert exact_problems(built)["slices_sum_to_line"] == [("fully_loaded", 3), ("marginal", 3)]
