@@ -12,6 +12,7 @@ import sqlglot
 from sqlglot import expressions as exp
 
 from pipeline.common.errors import ModelError
+from pipeline.dag.macros import expand_macros
 
 LAYERS = ("staging", "normalized", "attribution", "allocation", "marts", "checks")
 # Schemas a model may read without them being models: raw sources (staging only) and the
@@ -67,6 +68,7 @@ class Model:
 def parse_model(layer: str, name: str, sql: str, path: Path | None = None) -> Model:
     """Parse a model's header and inputs; malformed models raise ModelError naming the file."""
     where = str(path) if path else f"{layer}.{name}"
+    sql = expand_macros(sql, where)
     lines = sql.lstrip().splitlines()
     if not lines or not lines[0].startswith("--"):
         raise ModelError(f"{where}: the first line must be a comment saying what the model is")

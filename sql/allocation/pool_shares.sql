@@ -61,33 +61,29 @@ final as (
         totals.experiment_id,
         totals.pool_name,
         totals.share,
-        cast(
-            case
-                when totals.slice_rank = 1
-                    then totals.billed_cost - (totals.billed_parts - totals.billed_part)
-                else totals.billed_part
-            end as decimal(38, 10)
+        first_slice_takes_rest(
+            totals.slice_rank = 1,
+            totals.billed_cost,
+            totals.billed_parts,
+            totals.billed_part
         ) as billed_cost,
-        cast(
-            case
-                when totals.slice_rank = 1
-                    then totals.effective_cost - (totals.effective_parts - totals.effective_part)
-                else totals.effective_part
-            end as decimal(38, 10)
+        first_slice_takes_rest(
+            totals.slice_rank = 1,
+            totals.effective_cost,
+            totals.effective_parts,
+            totals.effective_part
         ) as effective_cost,
-        cast(
-            case
-                when totals.slice_rank = 1
-                    then totals.list_cost - (totals.list_parts - totals.list_part)
-                else totals.list_part
-            end as decimal(38, 10)
+        first_slice_takes_rest(
+            totals.slice_rank = 1,
+            totals.list_cost,
+            totals.list_parts,
+            totals.list_part
         ) as list_cost,
-        cast(
-            case
-                when totals.slice_rank = 1
-                    then totals.net_cost - (totals.net_parts - totals.net_part)
-                else totals.net_part
-            end as decimal(38, 10)
+        first_slice_takes_rest(
+            totals.slice_rank = 1,
+            totals.net_cost,
+            totals.net_parts,
+            totals.net_part
         ) as net_cost
     from totals
 )

@@ -72,35 +72,29 @@ final as (
         totals.attempt_id,
         totals.experiment_id,
         totals.share,
-        cast(
-            case
-                when not totals.has_unplaced_pods and totals.slice_rank = 1
-                    then totals.rest_billed_cost - (totals.billed_parts - totals.billed_part)
-                else totals.billed_part
-            end as decimal(38, 10)
+        first_slice_takes_rest(
+            not totals.has_unplaced_pods and totals.slice_rank = 1,
+            totals.rest_billed_cost,
+            totals.billed_parts,
+            totals.billed_part
         ) as billed_cost,
-        cast(
-            case
-                when not totals.has_unplaced_pods and totals.slice_rank = 1
-                    then
-                        totals.rest_effective_cost
-                        - (totals.effective_parts - totals.effective_part)
-                else totals.effective_part
-            end as decimal(38, 10)
+        first_slice_takes_rest(
+            not totals.has_unplaced_pods and totals.slice_rank = 1,
+            totals.rest_effective_cost,
+            totals.effective_parts,
+            totals.effective_part
         ) as effective_cost,
-        cast(
-            case
-                when not totals.has_unplaced_pods and totals.slice_rank = 1
-                    then totals.rest_list_cost - (totals.list_parts - totals.list_part)
-                else totals.list_part
-            end as decimal(38, 10)
+        first_slice_takes_rest(
+            not totals.has_unplaced_pods and totals.slice_rank = 1,
+            totals.rest_list_cost,
+            totals.list_parts,
+            totals.list_part
         ) as list_cost,
-        cast(
-            case
-                when not totals.has_unplaced_pods and totals.slice_rank = 1
-                    then totals.rest_net_cost - (totals.net_parts - totals.net_part)
-                else totals.net_part
-            end as decimal(38, 10)
+        first_slice_takes_rest(
+            not totals.has_unplaced_pods and totals.slice_rank = 1,
+            totals.rest_net_cost,
+            totals.net_parts,
+            totals.net_part
         ) as net_cost
     from totals
 )

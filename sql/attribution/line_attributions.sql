@@ -253,35 +253,29 @@ shared_slices as (
         rounded.confidence,
         rounded.fully_attributed,
         rounded.share,
-        cast(
-            case
-                when rounded.fully_attributed and rounded.slice_rank = 1
-                    then rounded.line_billed_cost - (rounded.billed_parts - rounded.billed_part)
-                else rounded.billed_part
-            end as decimal(38, 10)
+        first_slice_takes_rest(
+            rounded.fully_attributed and rounded.slice_rank = 1,
+            rounded.line_billed_cost,
+            rounded.billed_parts,
+            rounded.billed_part
         ) as billed_cost,
-        cast(
-            case
-                when rounded.fully_attributed and rounded.slice_rank = 1
-                    then
-                        rounded.line_effective_cost
-                        - (rounded.effective_parts - rounded.effective_part)
-                else rounded.effective_part
-            end as decimal(38, 10)
+        first_slice_takes_rest(
+            rounded.fully_attributed and rounded.slice_rank = 1,
+            rounded.line_effective_cost,
+            rounded.effective_parts,
+            rounded.effective_part
         ) as effective_cost,
-        cast(
-            case
-                when rounded.fully_attributed and rounded.slice_rank = 1
-                    then rounded.line_list_cost - (rounded.list_parts - rounded.list_part)
-                else rounded.list_part
-            end as decimal(38, 10)
+        first_slice_takes_rest(
+            rounded.fully_attributed and rounded.slice_rank = 1,
+            rounded.line_list_cost,
+            rounded.list_parts,
+            rounded.list_part
         ) as list_cost,
-        cast(
-            case
-                when rounded.fully_attributed and rounded.slice_rank = 1
-                    then rounded.line_net_cost - (rounded.net_parts - rounded.net_part)
-                else rounded.net_part
-            end as decimal(38, 10)
+        first_slice_takes_rest(
+            rounded.fully_attributed and rounded.slice_rank = 1,
+            rounded.line_net_cost,
+            rounded.net_parts,
+            rounded.net_part
         ) as net_cost
     from rounded
 ),
