@@ -27,7 +27,10 @@ class Macro:
                 f"{where}: {self.name}() takes {len(self.parameters)} arguments "
                 f"({', '.join(self.parameters)}), got {len(arguments)}"
             )
-        values = {name: f"({value.strip()})" for name, value in zip(self.parameters, arguments)}
+        values = {
+            name: f"({value.strip()})"
+            for name, value in zip(self.parameters, arguments, strict=True)
+        }
         return self.body.format(**values)
 
 
