@@ -65,6 +65,8 @@ def check_distinct_files(files: list[DataFile]) -> None:
 def check_values(files: list[DataFile]) -> None:
     """Refuse the first bad value or duplicated line of each file, in file order."""
     con = connect()
+    # Parquet footer statistics leave NaN out: never let them fold a NaN test to false
+    con.execute("set disabled_optimizers = 'statistics_propagation'")
     try:
         for file in files:
             reader = f"read_parquet({literal(file.path)}, file_row_number = true)"
@@ -86,15 +88,15 @@ def _tests(types: dict[str, str]) -> list[tuple[str, str, str]]:
     tests = []
     for name, kind in types.items():
         if _KINDS.get(name) == "double":
-            value = f"try_cast({identifier(name)} as double)"
+            number = kind in ("DOUBLE", "FLOAT")
+            value = identifier(name) if number else f"try_cast({identifier(name)} as double)"
+            # text such as '$1.00' in a column of text; isnan/isinf on the number itself (a cast
+            # of every value to text cost 10x the scan)
+            text = "" if number else f"({identifier(name)} is not null and {value} is null) or "
             tests.append(
                 (
                     name,
-                    # by text: DuckDB 2.0 folds isnan() over a Parquet column to false from the
-                    # footer statistics, which leave NaN out
-                    f"({identifier(name)} is not null and {value} is null) or "
-                    f"lower({value}::varchar) in ('nan', '-nan', 'inf', '-inf') or "
-                    f"abs({value}) >= {MAX_AMOUNT:.0f}",
+                    f"{text}isnan({value}) or isinf({value}) or abs({value}) >= {MAX_AMOUNT:.0f}",
                     f"a finite number below {MAX_AMOUNT:.0e} in magnitude (not NaN, Infinity "
                     "or text such as '$1.00')",
                 )
@@ -138,7 +140,11 @@ def _tests(types: dict[str, str]) -> list[tuple[str, str, str]]:
 
 
 def _first_bad(con, reader: str, file: DataFile, tests: list[tuple[str, str, str]]) -> None:
-    # one scan finds the first bad row of every check; only a bad file pays for a second query
+    # one scan with every test or-ed says whether any row is bad (a tenth of the CPU of one
+    # filtered aggregate per test); only a bad file pays for the query naming the first
+    anything = " or ".join(f"({test})" for _, test, _ in tests)
+    if con.execute(f"select count(*) from {reader} where {anything}").fetchone()[0] == 0:
+        return
     firsts = ", ".join(f"min(file_row_number) filter (where {test})" for _, test, _ in tests)
     counts = ", ".join(f"count(*) filter (where {test})" for _, test, _ in tests)
     found = con.execute(f"select {firsts}, {counts} from {reader}").fetchone()
