@@ -3,18 +3,9 @@
 -- experiment_id, unallocated_reason)
 -- allocation_models is 'both' (attributed slices, and a rest no pool takes), 'marginal' or 'fully_loaded';
 -- allocation.model_slices expands it. Only the line's ledger keys are carried (provider, account, period,
--- currency); allocation.cost_allocations adds the other dimensions on read.
-with cost_lines as (
-    select
-        cost_lines.line_id,
-        cost_lines.provider,
-        cost_lines.billing_account_id,
-        cost_lines.billing_period,
-        cost_lines.billing_currency
-    from normalized.cost_lines as cost_lines
-),
-
-line_attributions as (
+-- currency), from the attribution steps, never by a join on line_id; allocation.cost_allocations adds the
+-- other dimensions on read.
+with line_attributions as (
     select * from attribution.line_attributions
 ),
 
@@ -55,6 +46,10 @@ attributed as (
         cast(null as varchar) as pool_name,
         cast(null as varchar) as unallocated_reason,
         line_attributions.share,
+        line_attributions.provider,
+        line_attributions.billing_account_id,
+        line_attributions.billing_period,
+        line_attributions.billing_currency,
         line_attributions.billed_cost,
         line_attributions.effective_cost,
         line_attributions.list_cost,
@@ -75,6 +70,10 @@ marginal_unallocated as (
         cast(null as varchar) as pool_name,
         remainders.unallocated_reason,
         cast(null as double) as share,
+        remainders.provider,
+        remainders.billing_account_id,
+        remainders.billing_period,
+        remainders.billing_currency,
         remainders.billed_cost,
         remainders.effective_cost,
         remainders.list_cost,
@@ -96,12 +95,21 @@ split_idle_unallocated as (
         cast(null as varchar) as pool_name,
         'split_unused_capacity' as unallocated_reason,
         cast(null as double) as share,
+        split_unused_shares.provider,
+        split_unused_shares.billing_account_id,
+        split_unused_shares.billing_period,
+        split_unused_shares.billing_currency,
         sum(split_unused_shares.billed_cost) as billed_cost,
         sum(split_unused_shares.effective_cost) as effective_cost,
         sum(split_unused_shares.list_cost) as list_cost,
         sum(split_unused_shares.net_cost) as net_cost
     from split_unused_shares
-    group by split_unused_shares.line_id
+    group by
+        split_unused_shares.line_id,
+        split_unused_shares.provider,
+        split_unused_shares.billing_account_id,
+        split_unused_shares.billing_period,
+        split_unused_shares.billing_currency
 ),
 
 split_idle_shared as (
@@ -117,6 +125,10 @@ split_idle_shared as (
         cast(null as varchar) as pool_name,
         cast(null as varchar) as unallocated_reason,
         split_unused_shares.share,
+        split_unused_shares.provider,
+        split_unused_shares.billing_account_id,
+        split_unused_shares.billing_period,
+        split_unused_shares.billing_currency,
         split_unused_shares.billed_cost,
         split_unused_shares.effective_cost,
         split_unused_shares.list_cost,
@@ -136,6 +148,10 @@ shared as (
         pool_shares.pool_name,
         cast(null as varchar) as unallocated_reason,
         pool_shares.share,
+        pool_shares.provider,
+        pool_shares.billing_account_id,
+        pool_shares.billing_period,
+        pool_shares.billing_currency,
         pool_shares.billed_cost,
         pool_shares.effective_cost,
         pool_shares.list_cost,
@@ -163,6 +179,10 @@ fully_loaded_unallocated as (
             else 'pool_no_eligible_attempts'
         end as unallocated_reason,
         cast(null as double) as share,
+        remainders.provider,
+        remainders.billing_account_id,
+        remainders.billing_period,
+        remainders.billing_currency,
         remainders.billed_cost,
         remainders.effective_cost,
         remainders.list_cost,
@@ -203,16 +223,15 @@ final as (
         slices.pool_name,
         slices.unallocated_reason,
         slices.share,
-        cost_lines.provider,
-        cost_lines.billing_account_id,
-        cost_lines.billing_period,
-        cost_lines.billing_currency,
+        slices.provider,
+        slices.billing_account_id,
+        slices.billing_period,
+        slices.billing_currency,
         slices.billed_cost,
         slices.effective_cost,
         slices.list_cost,
         slices.net_cost
     from slices
-    inner join cost_lines on slices.line_id = cost_lines.line_id
 )
 
 select * from final

@@ -84,7 +84,11 @@ final as (
             totals.net_cost,
             totals.net_parts,
             totals.net_part
-        ) as net_cost
+        ) as net_cost,
+        totals.provider,
+        totals.billing_account_id,
+        totals.billing_period,
+        totals.billing_currency
     from totals
 )
 

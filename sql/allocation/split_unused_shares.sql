@@ -17,7 +17,11 @@ cost_lines as (
         cost_lines.billed_cost,
         cost_lines.effective_cost,
         cost_lines.list_cost,
-        cost_lines.net_cost
+        cost_lines.net_cost,
+        cost_lines.provider,
+        cost_lines.billing_account_id,
+        cost_lines.billing_period,
+        cost_lines.billing_currency
     from normalized.cost_lines as cost_lines
 ),
 
@@ -28,6 +32,10 @@ idle as (
         split_cost_shares.experiment_id,
         split_cost_shares.unused_share as share,
         split_cost_shares.has_unplaced_pods,
+        cost_lines.provider,
+        cost_lines.billing_account_id,
+        cost_lines.billing_period,
+        cost_lines.billing_currency,
         remainders.billed_cost as rest_billed_cost,
         remainders.effective_cost as rest_effective_cost,
         remainders.list_cost as rest_list_cost,
@@ -95,7 +103,11 @@ final as (
             totals.rest_net_cost,
             totals.net_parts,
             totals.net_part
-        ) as net_cost
+        ) as net_cost,
+        totals.provider,
+        totals.billing_account_id,
+        totals.billing_period,
+        totals.billing_currency
     from totals
 )
 

@@ -14,7 +14,11 @@ with cost_lines as (
         cost_lines.billed_cost,
         cost_lines.effective_cost,
         cost_lines.list_cost,
-        cost_lines.net_cost
+        cost_lines.net_cost,
+        cost_lines.provider,
+        cost_lines.billing_account_id,
+        cost_lines.billing_period,
+        cost_lines.billing_currency
     from normalized.cost_lines as cost_lines
 ),
 
@@ -53,7 +57,11 @@ tag_slices as (
         cost_lines.billed_cost,
         cost_lines.effective_cost,
         cost_lines.list_cost,
-        cost_lines.net_cost
+        cost_lines.net_cost,
+        cost_lines.provider,
+        cost_lines.billing_account_id,
+        cost_lines.billing_period,
+        cost_lines.billing_currency
     from tag_matches
     inner join cost_lines on tag_matches.line_id = cost_lines.line_id
     anti join excluded_lines on tag_matches.line_id = excluded_lines.line_id
@@ -88,6 +96,10 @@ split_rounded as (
         cost_lines.effective_cost as line_effective_cost,
         cost_lines.list_cost as line_list_cost,
         cost_lines.net_cost as line_net_cost,
+        cost_lines.provider,
+        cost_lines.billing_account_id,
+        cost_lines.billing_period,
+        cost_lines.billing_currency,
         cast(cost_lines.billed_cost * split_parts.share as decimal(38, 10)) as billed_part,
         cast(cost_lines.effective_cost * split_parts.share as decimal(38, 10)) as effective_part,
         cast(cost_lines.list_cost * split_parts.share as decimal(38, 10)) as list_part,
@@ -134,6 +146,10 @@ held_parts as (
     select
         held_lines.line_id,
         held_lines.fully_attributed,
+        held_lines.provider,
+        held_lines.billing_account_id,
+        held_lines.billing_period,
+        held_lines.billing_currency,
         held_lines.billed_cost,
         held_lines.effective_cost,
         held_lines.list_cost,
@@ -182,6 +198,10 @@ held_slices as (
     select
         held_sums.line_id,
         held_sums.fully_attributed,
+        held_sums.provider,
+        held_sums.billing_account_id,
+        held_sums.billing_period,
+        held_sums.billing_currency,
         held_sums.billed_cost as line_billed_cost,
         held_sums.effective_cost as line_effective_cost,
         held_sums.list_cost as line_list_cost,
@@ -215,7 +235,11 @@ rounded as (
         split_totals.billed_parts,
         split_totals.effective_parts,
         split_totals.list_parts,
-        split_totals.net_parts
+        split_totals.net_parts,
+        split_totals.provider,
+        split_totals.billing_account_id,
+        split_totals.billing_period,
+        split_totals.billing_currency
     from split_totals
     union all
     select
@@ -238,7 +262,11 @@ rounded as (
         held_slices.billed_parts,
         held_slices.effective_parts,
         held_slices.list_parts,
-        held_slices.net_parts
+        held_slices.net_parts,
+        held_slices.provider,
+        held_slices.billing_account_id,
+        held_slices.billing_period,
+        held_slices.billing_currency
     from held_slices
 ),
 
@@ -276,7 +304,11 @@ shared_slices as (
             rounded.line_net_cost,
             rounded.net_parts,
             rounded.net_part
-        ) as net_cost
+        ) as net_cost,
+        rounded.provider,
+        rounded.billing_account_id,
+        rounded.billing_period,
+        rounded.billing_currency
     from rounded
 ),
 
