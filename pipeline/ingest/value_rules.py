@@ -155,10 +155,24 @@ def first_bad(
 
 def refusal(where: str, row: str, bad: Bad, fix: str, afresh: str = AFRESH) -> InputError:
     """The one message of a bad value: ``where`` (the file), ``row`` (how the file counts it)."""
-    more = f" ({bad.count} rows of the file break it)" if bad.count > 1 else ""
+    return refused(where, row, bad.rule.column, bad.value, bad.rule.wanted, fix, bad.count, afresh)
+
+
+def refused(
+    where: str,
+    row: str,
+    column: str,
+    value: object,
+    wanted: str,
+    fix: str,
+    count: int = 1,
+    afresh: str = AFRESH,
+) -> InputError:
+    """The message of a bad value found while a file is read (before any rule can run)."""
+    more = f" ({count} rows of the file break it)" if count > 1 else ""
     return InputError(
-        f"{where}: {row}, column {bad.rule.column}: {bad.value!r} is refused; it must be "
-        f"{bad.rule.wanted}{more}. {fix} and run again; {afresh}"
+        f"{where}: {row}, column {column}: {value!r} is refused; it must be {wanted}{more}. "
+        f"{fix} and run again; {afresh}"
     )
 
 
