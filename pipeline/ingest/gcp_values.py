@@ -17,6 +17,7 @@ from pathlib import Path
 
 import duckdb
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from pipeline.common.duck import connect, identifier, literal
 from pipeline.common.errors import InputError
@@ -75,16 +76,44 @@ def check_table(
         con.close()
 
 
-def check_parquet(path: Path, where: str, row: Callable[[int], str], fix: str, afresh: str):
-    """check_table over a staged Parquet file (a partition read from BigQuery)."""
-    import pyarrow.parquet as pq
+TABLE_FIX = (
+    "Fix the table (correct the row in BigQuery, or point gcp.tables at the Cloud Billing export "
+    "table itself rather than a copy)"
+)
+TABLE_AFRESH = (
+    "nothing of this partition was stored in raw/ and the current snapshot is unchanged, so "
+    "the partition is read afresh on the next run"
+)
 
+
+def check_partition(path: Path, where: str) -> None:
+    """check_table over a partition read from BigQuery into ``path`` (Parquet). Its rows have no
+    order of their own, so a row is named by its place in the read and what finds it again."""
     con = connect()
     try:
         source = f"read_parquet({literal(path)}, file_row_number = true)"
-        _check(con, source, "file_row_number", pq.read_schema(path), where, row, fix, afresh)
+        schema = pq.read_schema(path)
+        shown = [name for name in ("export_time", "usage_start_time") if name in schema.names]
+        shown += [f"{name}.id" for name in ("sku",) if name in schema.names]
+
+        def row(number: int) -> str:
+            values = con.execute(
+                f"select {', '.join(_path(name) + '::varchar' for name in shown) or 'null'} "
+                f"from {source} where file_row_number = ?",
+                [number],
+            ).fetchone()
+            found = ", ".join(
+                f"{name} {value!r}" for name, value in zip(shown, values, strict=False)
+            )
+            return f"row {number + 1} as read ({found})" if found else f"row {number + 1}"
+
+        _check(con, source, "file_row_number", schema, where, row, TABLE_FIX, TABLE_AFRESH)
     finally:
         con.close()
+
+
+def _path(name: str) -> str:
+    return ".".join(identifier(part) for part in name.split("."))
 
 
 def _check(
