@@ -57,10 +57,10 @@ def bad_amount(value: str) -> str:
     )
 
 
-def money(column: str, value: str | None = None) -> Rule:
+def money(column: str, value: str | None = None, wanted: str = MONEY_WANTED) -> Rule:
     """An amount (cost, rate, quantity): finite, below MAX_AMOUNT, a number (not '$1.00')."""
     value = _value(column, value)
-    return Rule(column, bad_amount(value), value, MONEY_WANTED)
+    return Rule(column, bad_amount(value), value, wanted)
 
 
 def money_list(column: str, items: str, field: str) -> Rule:
