@@ -17,6 +17,7 @@ from pipeline.common.duck import identifier, literal
 from pipeline.common.errors import InputError
 from pipeline.ingest import value_rules
 from pipeline.ingest.precision import note_rounding
+from pipeline.ingest.utf8 import check_utf8
 from schemas import focus
 
 log = logging.getLogger("runcost")
@@ -35,6 +36,7 @@ _MONEY = (
     f"a finite amount below {value_rules.MAX_AMOUNT:.0e} in magnitude, as plain decimal text such "
     "as 12.5, -0.0000004 or 8e-7 (no currency symbol, no thousands separator, not NaN or Infinity)"
 )
+_UTF8 = "runcost reads FOCUS CSV as UTF-8 text"
 _HOW = {
     "decimal": "plain decimal text such as 12.5, -0.0000004 or 8e-7 (no currency symbol, no "
     "thousands separator)",
@@ -144,6 +146,7 @@ def _load_text(con: duckdb.DuckDBPyConnection, path: Path) -> list[str]:
             ),
         )
     except (pa.ArrowInvalid, OSError) as error:
+        check_utf8(path, path.name.lower().endswith(".gz"), str(path), _UTF8)
         raise InputError(
             f"{path}: not a readable CSV file ({error}); FOCUS CSV has one header row and "
             "the same number of fields on every row"
@@ -161,6 +164,8 @@ def _csv_header(path: Path) -> list[str]:
         with opener(path, "rb") as raw, io.TextIOWrapper(raw, "utf-8-sig", newline="") as text:
             return next(csv.reader(text), [])
     except (OSError, UnicodeDecodeError, csv.Error) as error:
+        if isinstance(error, UnicodeDecodeError):
+            check_utf8(path, path.name.lower().endswith(".gz"), str(path), _UTF8)
         raise InputError(
             f"{path}: cannot read the CSV header ({error}); FOCUS CSV is UTF-8 text"
         ) from error
