@@ -27,6 +27,20 @@ _WINDOWS = (
 )
 _IDS = ("identity_line_item_id", "bill_payer_account_id", "line_item_usage_account_id")
 CURRENCY = "line_item_currency_code"
+# usage measures, not money: byte-seconds and request counts may pass 10^15
+QUANTITIES = frozenset(
+    {
+        "line_item_usage_amount",
+        "line_item_normalized_usage_amount",
+        "line_item_normalization_factor",
+        "reservation_unused_normalized_unit_quantity",
+        "reservation_unused_quantity",
+        "split_line_item_actual_usage",
+        "split_line_item_reserved_usage",
+        "split_line_item_split_usage",
+        "split_line_item_split_usage_ratio",
+    }
+)
 LINE_ID, INTERVAL = "identity_line_item_id", "identity_time_interval"
 FIX = "Fix the export (re-deliver the file as AWS wrote it, or correct the copy)"
 
@@ -77,7 +91,8 @@ def rules(types: dict[str, str]) -> list[Rule]:
     found = []
     for name, kind in types.items():
         if _KINDS.get(name) == "double":
-            found.append(value_rules.money(name))
+            check = value_rules.quantity if name in QUANTITIES else value_rules.money
+            found.append(check(name))
         elif _KINDS.get(name) == "timestamp" and kind.startswith("TIMESTAMP"):
             found.append(value_rules.timestamp(name))
     found += [value_rules.window(*pair) for pair in _WINDOWS if set(pair) <= set(types)]

@@ -218,7 +218,9 @@ def _check_values(
         if name in focus.NOT_NULL and not (name == "ProviderName" and provider):
             probes.append((name, "null", f"{text} is null"))
     money = [
-        value_rules.money(column, f"trim({identifier(column)})", _MONEY)
+        value_rules.quantity(column, f"trim({identifier(column)})")
+        if name.endswith("Quantity")  # usage measures, not money: they may pass 10^15
+        else value_rules.money(column, f"trim({identifier(column)})", _MONEY)
         for name, column in mapping.items()
         if focus.KINDS[name] == "decimal"
     ]

@@ -27,6 +27,15 @@ from schemas import gcp_billing
 
 _TIMES = ("usage_start_time", "usage_end_time", "export_time")
 _LIST_AMOUNTS = {"credits": "amount"}
+# usage measures, not money: RAM in byte-seconds passes 10^15
+QUANTITIES = frozenset(
+    {
+        "usage.amount",
+        "usage.amount_in_pricing_units",
+        "price.tier_start_amount",
+        "price.pricing_unit_quantity",
+    }
+)
 
 
 def rules(schema: pa.Schema) -> list[Rule]:
@@ -41,7 +50,8 @@ def rules(schema: pa.Schema) -> list[Rule]:
         if not field:
             found.append(value_rules.money(column))
         elif pa.types.is_struct(kind) and kind.get_field_index(field) >= 0:
-            found.append(value_rules.money(leaf, f"{identifier(column)}.{identifier(field)}"))
+            check = value_rules.quantity if leaf in QUANTITIES else value_rules.money
+            found.append(check(leaf, f"{identifier(column)}.{identifier(field)}"))
         elif _LIST_AMOUNTS.get(column) == field and _has_list_field(kind, field):
             found.append(value_rules.money_list(column, identifier(column), field))
     found += [value_rules.timestamp(name) for name in _TIMES if name in names]

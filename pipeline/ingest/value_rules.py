@@ -17,8 +17,11 @@ from pipeline.common.duck import identifier
 from pipeline.common.errors import InputError
 from pipeline.warehouse.raw_store import sha256_file
 
-# No single line moves 10^15 in any currency or unit; beyond it DECIMAL(38, 10) sums overflow.
+# No single line moves 10^15 in any currency; beyond it DECIMAL(38, 10) sums overflow. Usage
+# quantities are larger (GCP meters RAM in byte-seconds: 450 GiB for an hour is 1.7e15), so they
+# may reach 10^24, which still leaves 10^4 lines of headroom below DECIMAL(38, 10)'s 10^28.
 MAX_AMOUNT = 1e15
+MAX_QUANTITY = 1e24
 EARLIEST, LATEST = "2000-01-01", "2100-01-01"
 AFRESH = (
     "nothing of this delivery was stored in raw/ and the current snapshot is unchanged, so the "
@@ -27,6 +30,9 @@ AFRESH = (
 MONEY_WANTED = (
     f"a finite number below {MAX_AMOUNT:.0e} in magnitude (not NaN, Infinity or text such as "
     "'$1.00')"
+)
+QUANTITY_WANTED = (
+    f"a finite number below {MAX_QUANTITY:.0e} in magnitude (not NaN, Infinity or text)"
 )
 
 
@@ -45,15 +51,15 @@ def _value(column: str, value: str | None) -> str:
     return value if value is not None else identifier(column)
 
 
-def bad_amount(value: str) -> str:
-    """SQL true when ``value`` is not a finite amount below MAX_AMOUNT (NULL is fine)."""
+def bad_amount(value: str, limit: float = MAX_AMOUNT) -> str:
+    """SQL true when ``value`` is not a finite number below ``limit`` (NULL is fine)."""
     number = f"try_cast({value} as double)"
     # by text: DuckDB 2.0 folds isnan() over a Parquet column to false from the footer
     # statistics, which leave NaN out
     return (
         f"(({value}) is not null and {number} is null) or "
         f"lower({number}::varchar) in ('nan', '-nan', 'inf', '-inf') or "
-        f"abs({number}) >= {MAX_AMOUNT:.0f}"
+        f"abs({number}) >= {limit:.0f}"
     )
 
 
@@ -61,6 +67,12 @@ def money(column: str, value: str | None = None, wanted: str = MONEY_WANTED) -> 
     """An amount (cost, rate, quantity): finite, below MAX_AMOUNT, a number (not '$1.00')."""
     value = _value(column, value)
     return Rule(column, bad_amount(value), value, wanted)
+
+
+def quantity(column: str, value: str | None = None) -> Rule:
+    """A usage quantity: finite, below MAX_QUANTITY, a number."""
+    value = _value(column, value)
+    return Rule(column, bad_amount(value, MAX_QUANTITY), value, QUANTITY_WANTED)
 
 
 def money_list(column: str, items: str, field: str) -> Rule:

@@ -37,6 +37,7 @@ BAD_ROWS = {
         "'-1e+27'",
     ),
     "nan usage": ({"usage": {"amount": math.nan, "unit": "seconds"}}, "usage.amount", "'nan'"),
+    "1e25 usage": ({"usage": {"amount": 1e25, "unit": "byte-seconds"}}, "usage.amount", "'1e+25'"),
     "end before start": (
         {"usage_end_time": "2026-10-12 09:00:00 UTC"},
         "usage_end_time",
@@ -66,6 +67,14 @@ def test_a_bad_ndjson_value_is_refused_naming_file_row_column_and_value(tmp_path
     assert "Fix the extract" in message and FIXED in message
     assert raw_files(tmp_path) == [], "nothing reaches raw/"
     assert not (tmp_path / "warehouse" / ".ingest-staging").exists()
+
+
+def test_a_usage_quantity_may_pass_the_money_limit(tmp_path: Path):
+    """RAM is metered in byte-seconds: 450 GiB for an hour is 1.7e15, a valid quantity."""
+    ram = {"amount": 450 * 2**30 * 3600.0, "unit": "byte-seconds"}
+    write_ndjson(tmp_path / "export" / "a.json", [row(), row(cost=1.25, usage=ram)])
+    (delivery,) = ingest_gcp_files(config(tmp_path, "export"))
+    assert pq.read_table(delivery.files[0]).column("usage").to_pylist()[1]["amount"] > 1e15
 
 
 def test_rows_are_named_by_their_line_in_the_file(tmp_path: Path):
