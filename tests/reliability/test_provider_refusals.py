@@ -244,11 +244,6 @@ def test_a_nan_vcpu_count_is_refused_at_telemetry_load(tmp_path: Path, template:
     assert "pool_driver_weights" not in message
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="pipeline/run/stages.py (the lead's) does not pass allow_shrink to ingest_gcp_files, "
-    "ingest_gcp_tables and ingest_focus_files yet; the ingesters take it (unit-tested)",
-)
 def test_allow_shrink_lets_a_gcp_day_shrink_once(published, tmp_path: Path):
     config = copy_of(published, "gcp", tmp_path)
     (config.parent / "gcp" / "billing-000000000001.json").unlink()
