@@ -70,8 +70,9 @@ def main(log_format: str, debug: bool) -> None:
     "allow_shrink",
     multiple=True,
     metavar="PERIOD",
-    help="Accept, this once, a re-delivery that empties billing period PERIOD (YYYY-MM, or "
-    "EXPORT/YYYY-MM) or shrinks a final one by more than 10%. Repeatable.",
+    help="Accept, this once, a re-delivery that empties billing period PERIOD (YYYY-MM, a GCP "
+    "partition day YYYY-MM-DD, or EXPORT/PERIOD) or shrinks a final one by more than 10%. "
+    "Repeatable.",
 )
 @reports_errors
 def run(config_path: Path | None, allow_shrink: tuple[str, ...]) -> None:

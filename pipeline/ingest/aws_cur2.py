@@ -242,7 +242,7 @@ def _stage(planned: Planned, folder: Path, config: Config) -> _Staged:
         downloaded.append(DataFile(target, where))
         if name.endswith(".parquet"):
             check_magic_file(target, where)
-        if needs_conversion(target):
+        if needs_conversion(target, where):
             converted = Path(CONVERTED) / f"{name.rsplit('.', 2)[0]}.parquet"
             converted_path = folder / safe_name(converted.as_posix())
             converted_path.parent.mkdir(parents=True, exist_ok=True)

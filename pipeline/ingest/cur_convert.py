@@ -19,12 +19,16 @@ import pyarrow.parquet as pq
 
 from pipeline.common.duck import connect, identifier, literal
 from pipeline.common.errors import InputError
+from pipeline.ingest.cur_values import FIX
 from pipeline.ingest.legacy_cur import LegacyHeader, is_legacy_header, map_header
+from pipeline.ingest.utf8 import check_utf8
+from pipeline.ingest.value_rules import refused
 from schemas import aws_cur2
 
 BATCH_ROWS = 64_000
 MAX_WORKERS = 4
 _KINDS = dict(aws_cur2.ALL_COLUMNS)
+_CSV = "AWS writes CUR CSV in UTF-8"
 _MAP_SQL = {"map_string": "map(varchar, varchar)", "map_double": "map(varchar, double)"}
 
 
@@ -51,23 +55,27 @@ def file_format(path: Path) -> str:
     return "csv"
 
 
-def read_header(path: Path, kind: str) -> list[str]:
-    """The column names of a CSV (plain or gzip) or Parquet file, stripped of spaces."""
+def read_header(path: Path, kind: str, where: str | None = None) -> list[str]:
+    """The column names of a CSV (plain or gzip) or Parquet file, stripped of spaces; ``where``
+    names the file in messages (the export's name, not the staging copy's)."""
     if kind == "parquet":
         return list(pq.read_schema(path).names)
     opener = gzip.open if kind == "gzip" else open
     with opener(path, "rt", encoding="utf-8-sig", newline="") as handle:  # type: ignore[operator]
         try:
             first = next(csv.reader(handle), [])
-        except (OSError, EOFError, csv.Error, UnicodeDecodeError) as error:
-            raise InputError(f"{path}: cannot read the CSV header ({error})") from error
+        except UnicodeDecodeError as error:
+            check_utf8(path, kind == "gzip", where or str(path), _CSV)
+            raise InputError(f"{where or path}: cannot read the CSV header ({error})") from error
+        except (OSError, EOFError, csv.Error) as error:
+            raise InputError(f"{where or path}: cannot read the CSV header ({error})") from error
     return [name.strip() for name in first]
 
 
-def needs_conversion(path: Path) -> bool:
+def needs_conversion(path: Path, where: str | None = None) -> bool:
     """Every CSV, and Parquet that is legacy CUR; CUR 2.0 Parquet is read as delivered."""
     kind = file_format(path)
-    return kind != "parquet" or is_legacy_header(read_header(path, kind))
+    return kind != "parquet" or is_legacy_header(read_header(path, kind, where))
 
 
 def output_schema(path: Path, where: str) -> tuple[pa.Schema, bool, tuple[str, ...]]:
@@ -75,7 +83,7 @@ def output_schema(path: Path, where: str) -> tuple[pa.Schema, bool, tuple[str, .
     kind = file_format(path)
     if kind == "zip":
         return pa.schema([]), True, ()
-    names = read_header(path, kind)
+    names = read_header(path, kind, where)
     plan = _plan(names, where, typed=kind == "parquet")
     return plan.schema, plan.legacy, plan.extras
 
@@ -102,7 +110,7 @@ def convert_file(
         if kind == "zip":
             unzipped = _unzip(source, target.with_name(target.name + ".csv"), where)
             source, kind = unzipped, "csv"
-        names = read_header(source, kind)
+        names = read_header(source, kind, where)
         plan = _plan(names, where, typed=kind == "parquet")
         check(plan.schema, where)
         rows = _run(source, kind, plan, target, where)
@@ -211,6 +219,7 @@ def _run(source: Path, kind: str, plan: _Plan, target: Path, where: str) -> int:
     except duckdb.Error as error:
         target.unlink(missing_ok=True)
         if kind != "parquet":
+            check_utf8(source, kind == "gzip", where, _CSV)
             _refuse_bad_cell(con, reader, plan, where)
         detail = " ".join(str(error).split())
         raise InputError(
@@ -241,12 +250,7 @@ def _refuse_bad_cell(con: duckdb.DuckDBPyConnection, reader: str, plan: _Plan, w
                 if kind == "double"
                 else ("a time such as 2026-10-01T00:00:00Z")
             )
-            raise InputError(
-                f"{where}: line {found[0]}, column {name}: {found[1]!r} is refused; it must be "
-                f"{what}. Fix the export (re-deliver the file as AWS wrote it, or correct the "
-                "copy) and run again; nothing of this delivery was stored in raw/, so the "
-                "corrected copy is read afresh on the next run"
-            )
+            raise refused(where, f"line {found[0]}", name, found[1], what, FIX)
 
 
 def _unzip(source: Path, target: Path, where: str) -> Path:

@@ -8,6 +8,7 @@ import json
 import logging
 import secrets
 import shutil
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,6 +19,8 @@ from pipeline.common.errors import InputError
 from pipeline.config.focus import DATA_SUFFIXES, FocusSource
 from pipeline.config.loader import Config
 from pipeline.ingest.focus_read import TYPED, read_focus_file
+from pipeline.ingest.redelivery import check_shrink, invoiced
+from pipeline.ingest.value_rules import check_distinct_files
 from pipeline.warehouse.raw_store import Delivery, RawStore, sha256_file
 
 log = logging.getLogger("runcost")
@@ -37,15 +40,19 @@ class _Period:
     rows: int = 0
 
 
-def ingest_focus_files(config: Config) -> list[Delivery]:
-    """Ingest every configured FOCUS file set into raw/focus/<name>/; return current deliveries."""
+def ingest_focus_files(config: Config, allow_shrink: Iterable[str] = ()) -> list[Delivery]:
+    """Ingest every configured FOCUS file set into raw/focus/<name>/; return current deliveries.
+
+    ``allow_shrink``: billing periods (YYYY-MM, or NAME/YYYY-MM) whose files may hold far fewer
+    rows than the stored period this once (redelivery.py).
+    """
     if not config.focus_sources:
         return []
     store = RawStore(config.warehouse / "raw", PROVIDER)
     staging = config.warehouse / _STAGING / f"focus-{secrets.token_hex(4)}"
     con = connect()
     try:
-        return _ingest(config, store, con, staging)
+        return _ingest(config, store, con, staging, tuple(allow_shrink))
     finally:
         con.close()
         shutil.rmtree(staging, ignore_errors=True)
@@ -54,12 +61,18 @@ def ingest_focus_files(config: Config) -> list[Delivery]:
 
 
 def _ingest(
-    config: Config, store: RawStore, con: duckdb.DuckDBPyConnection, staging: Path
+    config: Config,
+    store: RawStore,
+    con: duckdb.DuckDBPyConnection,
+    staging: Path,
+    allow_shrink: tuple[str, ...],
 ) -> list[Delivery]:
     # Read and check every file first: an error leaves raw/ exactly as it was.
     staged: dict[tuple[str, str], _Period] = {}
+    listed = {source.name: list_files(source) for source in config.focus_sources}
+    _check_listed_once(listed)
     for source in config.focus_sources:
-        for number, (path, relative) in enumerate(list_files(source)):
+        for number, (path, relative) in enumerate(listed[source.name]):
             digest = sha256_file(path)
             read = read_focus_file(con, path, relative, source.provider_name)
             periods = [
@@ -91,10 +104,16 @@ def _ingest(
     shown: dict[tuple[str, str], str] = {}
     new: set[tuple[str, str]] = set()
     by_name = {source.name: source for source in config.focus_sources}
+    for (name, period), item in sorted(staged.items()):  # every check before the first commit
+        shown[(name, period)] = _delivery_id(period, by_name[name], item)
+        check_shrink(
+            store, name, period, shown[(name, period)], [part for part, _r, _d in item.parts],
+            by_name[name].pattern, allow_shrink, lambda files: invoiced(files, "InvoiceId"),
+            "the provider",
+        )  # fmt: skip
     for (name, period), item in sorted(staged.items()):
         source = by_name[name]
-        delivery_id = _delivery_id(period, source, item)
-        shown[(name, period)] = delivery_id
+        delivery_id = shown[(name, period)]
         if store.has_delivery(name, period, delivery_id):
             store.verify(name, period, delivery_id)
             continue
@@ -132,6 +151,28 @@ def _ingest(
         store.load(export, period, current[(export, period)], new=(export, period) in new)
         for export, period in sorted(current)
     ]
+
+
+def _check_listed_once(listed: dict[str, list[tuple[Path, str]]]) -> None:
+    """Each file once over all sources, and no two files with one content: either would count
+    its rows twice. FOCUS defines no row id, so rows equal in every column are not refused (two
+    equal charges are valid FOCUS); a whole file repeated is (docs/operations.md)."""
+    owner: dict[Path, str] = {}
+    for name, files in listed.items():
+        for path, _relative in files:
+            resolved = path.resolve()
+            if resolved in owner and owner[resolved] != name:
+                raise InputError(
+                    f"{path}: is listed by focus.files entries {owner[resolved]!r} and {name!r}, "
+                    "so its rows would be counted twice: narrow one pattern so each file "
+                    "belongs to one entry, and run again"
+                )
+            owner[resolved] = name
+    check_distinct_files(
+        [(path, str(path)) for files in listed.values() for path, _relative in files],
+        "FOCUS files never hold the same rows twice",
+        "remove the copy from the folder (or narrow the focus.files pattern)",
+    )
 
 
 def list_files(source: FocusSource) -> list[tuple[Path, str]]:

@@ -15,7 +15,9 @@ import pyarrow.csv as pacsv
 
 from pipeline.common.duck import identifier, literal
 from pipeline.common.errors import InputError
+from pipeline.ingest import value_rules
 from pipeline.ingest.precision import note_rounding
+from pipeline.ingest.utf8 import check_utf8
 from schemas import focus
 
 log = logging.getLogger("runcost")
@@ -28,6 +30,13 @@ _LINE = "runcost_line"
 # ISO 8601 date or date-time, 'T' or space, optional fraction and zone (FOCUS writes ...Z; real
 # files drop the T and the Z). A US date such as 5/1/25 is refused, never read as year 5.
 _ISO = r"\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?)? ?([Zz]|[+-]\d{2}(:?\d{2})?)?"
+FIX = "Fix the value in the export (export the file again, or correct the copy)"
+_WINDOWS = (("ChargePeriodStart", "ChargePeriodEnd"), ("BillingPeriodStart", "BillingPeriodEnd"))
+_MONEY = (
+    f"a finite amount below {value_rules.MAX_AMOUNT:.0e} in magnitude, as plain decimal text such "
+    "as 12.5, -0.0000004 or 8e-7 (no currency symbol, no thousands separator, not NaN or Infinity)"
+)
+_UTF8 = "runcost reads FOCUS CSV as UTF-8 text"
 _HOW = {
     "decimal": "plain decimal text such as 12.5, -0.0000004 or 8e-7 (no currency symbol, no "
     "thousands separator)",
@@ -73,6 +82,7 @@ def read_focus_file(
             select.append(f"{_parse(identifier(mapping[name]), kind)} as {name}")
     select += [f"{identifier(name)}" for name in extras]
     con.execute(f"create or replace temp table {TYPED} as select {', '.join(select)} from {_TEXT}")
+    _check_typed(con, path, mapping)
     rows = con.execute(f"select count(*) from {TYPED}").fetchone()[0]
     _note_precision(con, path, [name for name in mapping if focus.KINDS[name] == "decimal"])
     return ReadFile(version, rows, tuple(extras))
@@ -136,6 +146,7 @@ def _load_text(con: duckdb.DuckDBPyConnection, path: Path) -> list[str]:
             ),
         )
     except (pa.ArrowInvalid, OSError) as error:
+        check_utf8(path, path.name.lower().endswith(".gz"), str(path), _UTF8)
         raise InputError(
             f"{path}: not a readable CSV file ({error}); FOCUS CSV has one header row and "
             "the same number of fields on every row"
@@ -153,6 +164,8 @@ def _csv_header(path: Path) -> list[str]:
         with opener(path, "rb") as raw, io.TextIOWrapper(raw, "utf-8-sig", newline="") as text:
             return next(csv.reader(text), [])
     except (OSError, UnicodeDecodeError, csv.Error) as error:
+        if isinstance(error, UnicodeDecodeError):
+            check_utf8(path, path.name.lower().endswith(".gz"), str(path), _UTF8)
         raise InputError(
             f"{path}: cannot read the CSV header ({error}); FOCUS CSV is UTF-8 text"
         ) from error
@@ -204,6 +217,16 @@ def _check_values(
             probes.append((name, "unparseable", bad))
         if name in focus.NOT_NULL and not (name == "ProviderName" and provider):
             probes.append((name, "null", f"{text} is null"))
+    money = [
+        value_rules.quantity(column, f"trim({identifier(column)})")
+        if name.endswith("Quantity")  # usage measures, not money: they may pass 10^15
+        else value_rules.money(column, f"trim({identifier(column)})", _MONEY)
+        for name, column in mapping.items()
+        if focus.KINDS[name] == "decimal"
+    ]
+    bad = value_rules.first_bad(con, _TEXT, _LINE, money)
+    if bad is not None:
+        raise value_rules.refusal(str(path), _row(path, bad.row), bad, FIX)
     if not probes:
         return
     firsts = ", ".join(f"min(case when {condition} then {_LINE} end)" for *_, condition in probes)
@@ -213,7 +236,7 @@ def _check_values(
         return
     line, index = min(failures)
     name, problem, _condition = probes[index]
-    where = f"{path}: row {line + 1} (after the header), column {mapping[name]}"
+    where = f"{path}: {_row(path, line)}, column {mapping[name]}"
     if problem == "null":
         raise InputError(
             f"{where}: is empty, but FOCUS requires a value in every row (runcost needs it to "
@@ -224,6 +247,37 @@ def _check_values(
     ).fetchone()[0]
     raise InputError(
         f"{where}: {value!r} is not {_HOW[focus.KINDS[name]]}; fix the value in the export"
+    )
+
+
+def _check_typed(con: duckdb.DuckDBPyConnection, path: Path, mapping: dict[str, str]) -> None:
+    """value_rules over the typed rows: times a bill can hold, windows that do not end before
+    they start, an ISO 4217 BillingCurrency and a BillingAccountId that is not blank."""
+    rules = [
+        value_rules.timestamp(mapping[name], name)
+        for name in mapping
+        if focus.KINDS[name] == "datetime"
+    ]
+    rules += [
+        value_rules.window(mapping[start], mapping[end], start, end)
+        for start, end in _WINDOWS
+        if start in mapping and end in mapping
+    ]
+    if "BillingCurrency" in mapping:
+        rules.append(value_rules.currency(mapping["BillingCurrency"], "BillingCurrency"))
+    if "BillingAccountId" in mapping:
+        rules.append(value_rules.required_id(mapping["BillingAccountId"], "BillingAccountId"))
+    bad = value_rules.first_bad(con, TYPED, SOURCE_LINE, rules)
+    if bad is not None:
+        raise value_rules.refusal(str(path), _row(path, bad.row), bad, FIX)
+
+
+def _row(path: Path, line: int) -> str:
+    """How a message counts the 0-based row ``line`` of a file."""
+    return (
+        f"row {line + 1}"
+        if path.name.lower().endswith(".parquet")
+        else (f"row {line + 1} (after the header)")
     )
 
 

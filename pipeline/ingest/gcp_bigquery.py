@@ -6,6 +6,7 @@ import json
 import logging
 import secrets
 import shutil
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -32,6 +33,8 @@ from pipeline.ingest.gcp_partitions import (
     partition_fingerprint,
     scan_range,
 )
+from pipeline.ingest.gcp_values import check_partition, is_final
+from pipeline.ingest.redelivery import check_shrink
 from pipeline.warehouse.raw_store import DELIVERY_FILE, Delivery, RawStore
 
 log = logging.getLogger("runcost")
@@ -75,22 +78,30 @@ class GcpIngest:
         return {"tables": self.tables, "refetched": refetched}
 
 
-def ingest_gcp_tables(config: Config, today: date | None = None) -> GcpIngest:
+def ingest_gcp_tables(
+    config: Config, today: date | None = None, allow_shrink: Iterable[str] = ()
+) -> GcpIngest:
     """Fingerprint the recent daily partitions of every gcp.tables entry, re-read the new and
-    changed ones whole, and make them current in raw/gcp/ only once every one was read."""
+    changed ones whole, check them, and make them current in raw/gcp/ only once every one was
+    read and checked. ``allow_shrink``: partitions (YYYY-MM-DD, or TABLE/YYYY-MM-DD) that may
+    hold far fewer rows than the stored partition this once (redelivery.py)."""
     if not config.gcp.tables:
         return GcpIngest()
     store = RawStore(config.warehouse / "raw", PROVIDER)
     staging = config.warehouse / _STAGING / secrets.token_hex(4)
     try:
-        return _ingest(config, store, staging, today or datetime.now(UTC).date())
+        return _ingest(
+            config, store, staging, today or datetime.now(UTC).date(), tuple(allow_shrink)
+        )
     finally:
         shutil.rmtree(staging, ignore_errors=True)
         if staging.parent.is_dir() and not any(staging.parent.iterdir()):
             staging.parent.rmdir()
 
 
-def _ingest(config: Config, store: RawStore, staging: Path, today: date) -> GcpIngest:
+def _ingest(
+    config: Config, store: RawStore, staging: Path, today: date, allow_shrink: tuple[str, ...]
+) -> GcpIngest:
     settings = config.gcp
     clients: dict[str, bigquery.Client] = {}
     read_client = None
@@ -156,6 +167,15 @@ def _ingest(config: Config, store: RawStore, staging: Path, today: date) -> GcpI
             sum(item["refetched"] for item in partitions),
         )
 
+    now = datetime(today.year, today.month, today.day, tzinfo=UTC)
+    for item in staged:  # every check passes before the first commit
+        table_id, data = item.table.table_id, item.folder / DATA_FILE
+        check_partition(data, f"{table_id}${item.day:%Y%m%d}")
+        check_shrink(
+            store, table_id, item.day.isoformat(), item.delivery_id, [data], table_id,
+            allow_shrink, lambda stored: is_final(stored, now, config.periods.gcp_settle_days),
+            "Google", "partition",
+        )  # fmt: skip
     for item in staged:
         export, period = item.table.table_id, item.day.isoformat()
         if store.has_delivery(export, period, item.delivery_id):

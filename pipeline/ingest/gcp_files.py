@@ -4,17 +4,14 @@ from __future__ import annotations
 
 import glob
 import hashlib
-import json
 import logging
 import re
 import secrets
 import shutil
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
-from decimal import Decimal, InvalidOperation
-from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +21,11 @@ import pyarrow.parquet as pq
 from pipeline.common.duck import connect
 from pipeline.common.errors import InputError
 from pipeline.config.loader import Config
+from pipeline.ingest.gcp_ndjson import FIX, read_ndjson
+from pipeline.ingest.gcp_values import check_table, is_final
 from pipeline.ingest.precision import note_rounding
+from pipeline.ingest.redelivery import check_shrink
+from pipeline.ingest.value_rules import check_distinct_files
 from pipeline.warehouse.raw_store import Delivery, RawStore, sha256_file
 from schemas import gcp_billing
 
@@ -49,8 +50,12 @@ class _Partition:
     parts: list[tuple[Path, pa.Table]]
 
 
-def ingest_gcp_files(config: Config) -> list[Delivery]:
-    """Store each partition day of every gcp.files source in raw/gcp/; return the current ones."""
+def ingest_gcp_files(config: Config, allow_shrink: Iterable[str] = ()) -> list[Delivery]:
+    """Store each partition day of every gcp.files source in raw/gcp/; return the current ones.
+
+    ``allow_shrink``: partition days (YYYY-MM-DD, or EXPORT/YYYY-MM-DD) whose files may hold
+    far fewer rows than the stored day this once (redelivery.py).
+    """
     if not config.gcp.files:
         return []
     store = RawStore(config.warehouse / "raw", PROVIDER)
@@ -59,7 +64,7 @@ def ingest_gcp_files(config: Config) -> list[Delivery]:
     try:
         # read and check every file first: an error leaves raw/ exactly as it was
         partitions = [item for export, paths in sources.items() for item in _read(export, paths)]
-        return _store(store, partitions, staging, list(sources), config.raw_retention_days)
+        return _store(store, partitions, staging, list(sources), config, tuple(allow_shrink))
     finally:
         shutil.rmtree(staging, ignore_errors=True)
         if staging.parent.is_dir() and not any(staging.parent.iterdir()):
@@ -99,9 +104,25 @@ def _sources(patterns: tuple[str, ...]) -> dict[str, list[Path]]:
 def _read(export: str, paths: list[Path]) -> list[_Partition]:
     by_day: dict[str, list[tuple[Path, pa.Table]]] = defaultdict(list)
     months: dict[str, dict[str, str]] = defaultdict(dict)
+    check_distinct_files(
+        [(path, str(path)) for path in paths],
+        f"an export never holds one file twice (gcp.files source {export})",
+        "remove the copy from the folder",
+    )
     for path in paths:
-        table = _read_parquet(path) if path.suffix == ".parquet" else _read_ndjson(path)
+        if path.suffix == ".parquet":
+            table, lines = _read_parquet(path), None
+        else:
+            table, lines = read_ndjson(path, PARTITION_COLUMNS)
         _check_table(table, path)
+        check_table(
+            table,
+            str(path),
+            (lambda index: f"row {index + 1}")
+            if lines is None
+            else (lambda index, lines=lines: f"row {lines[index]}"),
+            FIX,
+        )
         _note_rounding(table, path)
         for day, part in _split_by_day(table, path):
             by_day[day].append((path, part))
@@ -138,146 +159,6 @@ def _read_parquet(path: Path) -> pa.Table:
             f"{path}: not a readable Parquet file ({error}); extract the table again with "
             "destination_format PARQUET"
         ) from error
-
-
-def _read_ndjson(path: Path) -> pa.Table:
-    """Newline-delimited JSON as BigQuery's extract writes it, typed by the export schema."""
-    rows: list[dict[str, Any]] = []
-    columns: dict[str, None] = {}
-    ignored: set[str] = set()
-    with path.open(encoding="utf-8") as handle:
-        for number, text in enumerate(handle, start=1):
-            if not text.strip():
-                continue
-            try:
-                record = json.loads(text)
-            except json.JSONDecodeError as error:
-                raise InputError(
-                    f"{path}: row {number}: not JSON ({error.msg}); the file must be "
-                    "newline-delimited JSON, one export row per line"
-                ) from error
-            if not isinstance(record, dict):
-                raise InputError(f"{path}: row {number}: not a JSON object (one row per line)")
-            row: dict[str, Any] = {}
-            for name, value in record.items():
-                if name in gcp_billing.TYPES:
-                    row[name] = _converter(gcp_billing.TYPES[name], name)(value, path, number)
-                    columns.setdefault(name)
-                elif name in PARTITION_COLUMNS:
-                    row[name] = value
-                    columns.setdefault(name)
-                else:
-                    ignored.add(name)
-            rows.append(row)
-    if ignored:
-        log.warning("%s: columns outside the billing export ignored: %s", path, sorted(ignored))
-    names = [name for name, _ in gcp_billing.DETAILED if name in columns]
-    names += [name for name in PARTITION_COLUMNS if name in columns]
-    fields = [
-        pa.field(name, gcp_billing.TYPES.get(name, pa.string()))
-        if name in gcp_billing.TYPES
-        else pa.field(name, pa.string())
-        for name in names
-    ]
-    for row in rows:
-        for name in PARTITION_COLUMNS:
-            if row.get(name) is not None:
-                row[name] = str(row[name])
-    return pa.Table.from_pylist(rows, schema=pa.schema(fields))
-
-
-Converter = Callable[[Any, Path, int], Any]
-
-
-@cache
-def _converter(kind: pa.DataType, column: str) -> Converter:
-    """A function turning one JSON value of ``column`` into what Arrow stores for ``kind``;
-    built once per column, so a row costs no type dispatch."""
-
-    def fail(path: Path, row: int, what: str, value: Any) -> InputError:
-        return InputError(f"{path}: row {row}: {column} must be {what}, not {value!r}")
-
-    if pa.types.is_struct(kind):
-        fields = [(item.name, _converter(item.type, f"{column}.{item.name}")) for item in kind]
-
-        def record(value: Any, path: Path, row: int) -> Any:
-            if value is None:
-                return None
-            if not isinstance(value, dict):
-                raise fail(path, row, "a JSON object (a RECORD)", value)
-            return {name: convert(value.get(name), path, row) for name, convert in fields}
-
-        return record
-    if pa.types.is_list(kind):
-        element = _converter(kind.value_type, column)
-
-        def repeated(value: Any, path: Path, row: int) -> Any:
-            if value is None:
-                return None
-            if not isinstance(value, list):
-                raise InputError(
-                    f"{path}: row {row}: {column} must be a JSON list (a REPEATED field), not "
-                    f"{value!r}; export the table with a BigQuery extract job, which keeps "
-                    "repeated fields as lists"
-                )
-            return [element(item, path, row) for item in value]
-
-        return repeated
-    if pa.types.is_timestamp(kind):
-        return lambda value, path, row: (
-            None if value is None else _timestamp(value, f"{path}: row {row}: {column}")
-        )
-    if pa.types.is_decimal(kind) or pa.types.is_floating(kind):
-        exact = pa.types.is_decimal(kind)
-
-        def number(value: Any, path: Path, row: int) -> Any:
-            if value is None or (type(value) is float and not exact):
-                return value
-            if isinstance(value, bool) or not isinstance(value, int | float | str):
-                raise fail(path, row, "a number", value)
-            try:
-                parsed = Decimal(str(value).strip())
-            except InvalidOperation as error:
-                raise fail(path, row, "a number", value) from error
-            if not parsed.is_finite():
-                raise fail(path, row, "a finite number", value)
-            return parsed if exact else float(parsed)
-
-        return number
-    if pa.types.is_boolean(kind):
-
-        def boolean(value: Any, path: Path, row: int) -> Any:
-            if value is None or isinstance(value, bool):
-                return value
-            if str(value).lower() in ("true", "false"):
-                return str(value).lower() == "true"
-            raise fail(path, row, "true or false", value)
-
-        return boolean
-
-    def text(value: Any, path: Path, row: int) -> Any:
-        if value is None or type(value) is str:
-            return value
-        return json.dumps(value) if isinstance(value, dict | list) else str(value)
-
-    return text
-
-
-def _timestamp(value: Any, where: str) -> datetime:
-    """BigQuery's JSON timestamps: '2026-10-12 10:00:00 UTC', ISO 8601, or epoch seconds."""
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return datetime.fromtimestamp(value, tz=UTC)
-    text = str(value).strip()
-    if text.endswith(" UTC"):
-        text = text[:-4]
-    try:
-        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError as error:
-        raise InputError(
-            f"{where} is not a timestamp ({value!r}); expected '2026-10-12 10:00:00 UTC' "
-            "or ISO 8601"
-        ) from error
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 
 def _check_table(table: pa.Table, path: Path) -> None:
@@ -352,7 +233,8 @@ def _store(
     partitions: list[_Partition],
     staging: Path,
     exports: list[str],
-    retention_days: int,
+    config: Config,
+    allow_shrink: tuple[str, ...],
 ) -> list[Delivery]:
     staged = []
     for number, partition in enumerate(partitions):
@@ -366,6 +248,14 @@ def _store(
         digest = "".join(sha256_file(folder / item["name"]) for item in files)
         delivery_id = sha256_text(partition.day + digest)[:16]
         staged.append((partition, folder, files, delivery_id))
+    now = datetime.now(UTC)
+    for partition, folder, files, delivery_id in staged:  # every check before the first commit
+        check_shrink(
+            store, partition.export, partition.day, delivery_id,
+            [folder / item["name"] for item in files], f"gcp.files source {partition.export}",
+            allow_shrink, lambda stored: is_final(stored, now, config.periods.gcp_settle_days),
+            "Google", "partition day",
+        )  # fmt: skip
     new = set()
     for partition, folder, files, delivery_id in staged:
         key = (partition.export, partition.day)
@@ -376,7 +266,7 @@ def _store(
             store.commit(*key, delivery_id, folder, files, [], record)
             new.add(key)
         store.set_current(*key, delivery_id)
-    store.prune(retention_days)
+    store.prune(config.raw_retention_days)
     current = []
     for export, day in store.periods():
         if export not in exports:

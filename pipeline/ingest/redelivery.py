@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from pipeline.common.duck import connect, literal
+from pipeline.common.duck import connect, identifier, literal
 from pipeline.common.errors import InputError
 from pipeline.warehouse.raw_store import RawStore
 
@@ -28,10 +28,16 @@ def check_shrink(
     files: list[Path],
     where: str,
     allowed: Iterable[str] = (),
+    final: Callable[[list[Path]], bool] | None = None,
+    provider: str = "AWS",
+    unit: str = "billing period",
 ) -> None:
     """Refuse a new delivery that empties a period, or shrinks a final one by more than 10%.
 
-    ``allowed`` holds the periods (YYYY-MM, or EXPORT/YYYY-MM) the operator allowed this once.
+    ``allowed`` holds the periods (YYYY-MM, a GCP day, or EXPORT/PERIOD) the operator allowed
+    this once; ``final(stored files)`` says whether the current delivery is final (by default
+    AWS's rule: every line carries bill_invoice_id); ``unit`` is what the provider's period
+    is called in the message.
     """
     previous = store.current_id(export, period)
     if previous is None or previous == delivery_id:
@@ -40,7 +46,7 @@ def check_shrink(
     old_rows, new_rows = _rows(stored), _rows(files)
     if old_rows == 0 or new_rows >= old_rows:
         return
-    final = _is_final(stored)
+    final = (final or invoiced)(stored)
     if new_rows > 0 and not (final and new_rows < old_rows * (1 - FINAL_SHRINK_LIMIT)):
         return
     what = (
@@ -67,11 +73,11 @@ def check_shrink(
         return
     limit = f"{FINAL_SHRINK_LIMIT:.0%}"
     raise InputError(
-        f"{where}: the new delivery {delivery_id} of {export} billing period {period} {what}, "
+        f"{where}: the new delivery {delivery_id} of {export} {unit} {period} {what}, "
         f"but the current {kind}delivery {previous} holds {old_rows}; a re-delivery that empties "
         f"a period, or shrinks a final one by more than {limit}, is stopped so a broken export "
         "cannot wipe the bill. Nothing was stored and the current snapshot stays current. If "
-        f"AWS really restated the period so, run once with `runcost run {ALLOW_FLAG} {period}`; "
+        f"{provider} really restated it so, run once with `runcost run {ALLOW_FLAG} {period}`; "
         "otherwise fix the export (or wait for its next delivery) and run again"
     )
 
@@ -80,8 +86,8 @@ def _rows(files: Iterable[Path]) -> int:
     return sum(pq.read_metadata(path).num_rows for path in files)
 
 
-def _is_final(files: list[Path]) -> bool:
-    """Every line carries bill_invoice_id: AWS has invoiced the period."""
+def invoiced(files: list[Path], column: str = "bill_invoice_id") -> bool:
+    """Every line carries an invoice id (``column``): the provider has invoiced the period."""
     if not files:
         return False
     listed = "[" + ", ".join(literal(path) for path in files) + "]"
@@ -90,11 +96,11 @@ def _is_final(files: list[Path]) -> bool:
         names = {
             row[0] for row in con.execute(f"select name from parquet_schema({listed})").fetchall()
         }
-        if "bill_invoice_id" not in names:
+        if column not in names:
             return False
         open_lines = con.execute(
             f"select count(*) from read_parquet({listed}, union_by_name = true) "
-            "where coalesce(bill_invoice_id, '') = ''"
+            f"where coalesce({identifier(column)}::varchar, '') = ''"
         ).fetchone()[0]
     finally:
         con.close()

@@ -84,9 +84,12 @@ def ingest(config: Config, events: Events, allow_shrink: Iterable[str] = ()) -> 
         if used
     ]
     events.start("ingest", ", ".join(sources) or "no billing source configured")
-    deliveries = [*ingest_aws_exports(config, allow_shrink), *ingest_gcp_files(config)]
-    gcp = ingest_gcp_tables(config)  # nothing to do without gcp.tables
-    deliveries += [*gcp.deliveries, *ingest_focus_files(config)]
+    deliveries = [
+        *ingest_aws_exports(config, allow_shrink),
+        *ingest_gcp_files(config, allow_shrink),
+    ]
+    gcp = ingest_gcp_tables(config, allow_shrink=allow_shrink)  # nothing without gcp.tables
+    deliveries += [*gcp.deliveries, *ingest_focus_files(config, allow_shrink)]
     new = sum(item.new for item in deliveries)
     events.done("ingest", f"{len(deliveries)} deliveries, {new} new")
     record: dict[str, object] = {

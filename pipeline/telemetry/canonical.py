@@ -149,6 +149,8 @@ def _present(column: str, dtype: pl.DataType) -> pl.Expr:
 # A check on a raw column: rows where `mask` holds get `describe(raw value)` as their problem.
 # `mask` may use CONVERTED, the converted value, so the conversion is not computed twice.
 Check = tuple[pl.Expr, Callable[[object], str]]
+# A metric may be NaN (a diverged loss); every other number must be finite.
+MAY_BE_NAN = frozenset({"metric_value"})
 CONVERTED = pl.col("__runcost_converted")
 
 
@@ -175,7 +177,15 @@ def convert(column: str, dtype: pl.DataType, target: pl.DataType) -> tuple[pl.Ex
         return value, [(present & CONVERTED.is_null(), _fix("is not a whole number", "8"))]
     if target == pl.Float64:
         value = number.cast(pl.Float64, strict=False)
-        return value, [(present & CONVERTED.is_null(), _fix("is not a number", "0.93"))]
+        if column in MAY_BE_NAN:
+            return value, [(present & CONVERTED.is_null(), _fix("is not a number", "0.93"))]
+        # a NaN vcpu_count would fail far away, in allocation: refused here, and read as NULL
+        odd = (value.is_nan() | value.is_infinite()).fill_null(False)
+        finite = _fix("is not a finite number (NaN and Infinity are not counts or sizes)", "4")
+        return pl.when(~odd).then(value), [
+            (present & CONVERTED.is_null() & ~odd, _fix("is not a number", "0.93")),
+            (odd, finite),
+        ]
     if target == pl.Boolean:
         if dtype == pl.Boolean:
             value = col

@@ -134,11 +134,15 @@ def test_export_files_load_into_chosen_partitions(
 def test_an_export_file_makes_the_table_and_fills_each_usage_day(
     tmp_path: Path, bq_endpoint: BigQueryEndpoint
 ) -> None:
-    rows = [
+    rows = [  # two hours of one day and one of the next (rows equal in every column are copies)
         export_row(
-            DAY - timedelta(days=n), 5, f"{n}.5", labels={"a": "b"}, credits=[("FREE_TIER", "-0.5")]
+            DAY - timedelta(days=n),
+            5 + index,
+            f"{n}.5",
+            labels={"a": "b"},
+            credits=[("FREE_TIER", "-0.5")],
         )
-        for n in (0, 1, 1)
+        for index, n in enumerate((0, 1, 1))
     ]
     parquet = tmp_path / "export.parquet"  # as an extract job writes it: FLOAT is double
     floats = [

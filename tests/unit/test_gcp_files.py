@@ -87,9 +87,9 @@ def test_parquet_files_and_a_partition_column(tmp_path: Path) -> None:
         [*gcp_billing.arrow_schema(gcp_billing.STANDARD), ("partition_date", pa.string())]
     )
     rows = [
-        {"billing_account_id": "A", "cost": 1.5, "currency": "USD", "credits": [],
+        {"billing_account_id": "A", "cost": cost, "currency": "USD", "credits": [],
          "invoice": {"month": "202610"}, "cost_type": "regular", "partition_date": day}
-        for day in ("2026-10-30", "2026-10-31", "2026-10-31")
+        for day, cost in (("2026-10-30", 1.5), ("2026-10-31", 1.5), ("2026-10-31", 2.5))
     ]  # fmt: skip
     folder = tmp_path / "extract"
     folder.mkdir()
@@ -142,12 +142,12 @@ BAD = [
     ),
     pytest.param(
         [row(cost="twelve")],
-        "a.json: row 1: cost must be a number, not 'twelve'",
+        "a.json: row 1, column cost: 'twelve' is refused; it must be a finite number below",
         id="cost-not-a-number",
     ),
     pytest.param(
         [row(usage_start_time="yesterday")],
-        "a.json: row 1: usage_start_time is not a timestamp ('yesterday')",
+        "a.json: row 1, column usage_start_time: 'yesterday' is refused; it must be a timestamp",
         id="bad-timestamp",
     ),
 ]

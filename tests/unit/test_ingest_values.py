@@ -205,3 +205,16 @@ def test_a_final_period_may_not_lose_more_than_a_tenth_of_its_lines(tmp_path: Pa
 def test_an_open_period_may_shrink(tmp_path: Path):
     deliver(tmp_path, open_lines(10), "exec-1")
     assert deliver(tmp_path, open_lines(4), "exec-2") == "exec-2"
+
+
+def test_a_usage_quantity_may_pass_the_money_limit_but_not_1e25(tmp_path: Path):
+    big = with_values(cur_table(), "line_item_usage_amount", {1: 1.9e15})  # byte-seconds, say
+    (delivery,) = ingest_aws_exports(config_for(tmp_path, ingest_root(tmp_path, big)))
+    assert pq.read_table(delivery.files[0]).column("line_item_usage_amount")[1].as_py() == 1.9e15
+    huge = with_values(cur_table(), "line_item_usage_amount", {2: 1e25})
+    with pytest.raises(InputError, match=r"row 3, column line_item_usage_amount: '1e\+25' is ref"):
+        ingest_one(tmp_path / "again", huge)
+
+
+def ingest_root(tmp_path: Path, table: pa.Table) -> Path:
+    return write_export(tmp_path / "exports" / EXPORT, {"part-0.parquet": table})

@@ -1,0 +1,56 @@
+"""Resource counts and sizes in telemetry: NaN, Infinity, negative or non-numeric values are
+refused at load naming file, row and column (not far away in allocation.pool_driver_weights)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+from test_telemetry_files import CONVENTION, FORMATS, attempt, load_error, write
+
+from pipeline.telemetry import load_telemetry
+
+CASES = [
+    (
+        "vcpu_count",
+        "NaN",
+        "'NaN' is not a finite number (NaN and Infinity are not counts or sizes)",
+    ),
+    ("vcpu_count", "inf", "'inf' is not a finite number"),
+    ("memory_gib", "-Infinity", "'-Infinity' is not a finite number"),
+    ("vcpu_count", "-2", "-2.0 is negative; write 0 or more"),
+    ("vcpu_count", "four", "'four' is not a number; write a value such as 0.93"),
+    ("gpu_count", "NaN", "'NaN' is not a whole number; write a value such as 8"),
+]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize(("column", "value", "expected"), CASES)
+def test_a_bad_resource_number_is_refused_at_load(
+    tmp_path: Path, fmt: str, column: str, value: str, expected: str
+) -> None:
+    write(tmp_path, "attempts", fmt, [attempt()])
+    rows = [{"attempt_id": "a1", "resource_id": "i-0", column: "1"}]
+    rows.append({"attempt_id": "a1", "resource_id": "i-1", column: value})
+    path = write(tmp_path, "attempt_resources", fmt, rows)
+    message = load_error(tmp_path)
+    assert message.startswith(f"{path}: row 2, column {column}: ")
+    assert expected in message
+    assert message.endswith(CONVENTION[fmt])
+
+
+@pytest.mark.parametrize("value", [math.nan, math.inf])
+def test_a_non_finite_parquet_double_is_refused(tmp_path: Path, value: float) -> None:
+    write(tmp_path, "attempts", "csv", [attempt()])
+    rows = [{"attempt_id": "a1", "resource_id": "i-1", "vcpu_count": value}]
+    path = write(tmp_path, "attempt_resources", "parquet", rows)
+    message = load_error(tmp_path)
+    assert message.startswith(f"{path}: row 1, column vcpu_count: {value} is not a finite number")
+
+
+def test_a_nan_metric_is_kept(tmp_path: Path) -> None:
+    """A diverged run's metric may be NaN; only counts and sizes must be finite."""
+    write(tmp_path, "attempts", "csv", [attempt(metric_value="NaN")])
+    tables = load_telemetry(tmp_path)
+    assert math.isnan(tables["attempts"].column("metric_value")[0].as_py())
