@@ -6,9 +6,7 @@ python bench/profile.py DATASET [--database build.duckdb] [--analyze allocation.
 from __future__ import annotations
 
 import argparse
-import shutil
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -20,7 +18,6 @@ import duckdb  # noqa: E402
 
 from bench.baselines import cpu_seconds, peak_mb, reset_peak  # noqa: E402
 from pipeline.config.loader import load_config  # noqa: E402
-from pipeline.dag.engines.duckdb_engine import DuckDBEngine  # noqa: E402
 from pipeline.dag.models import discover, order  # noqa: E402
 from pipeline.dag.pools import pool_models  # noqa: E402
 from pipeline.ingest.aws_cur2 import ingest_aws_exports  # noqa: E402
@@ -51,9 +48,6 @@ def main(argv: list[str] | None = None) -> int:
     register_sources(con, deliveries, load_telemetry(config.telemetry))
     for schema in ("staging", "normalized", "attribution", "allocation", "marts"):
         con.execute(f"create schema if not exists {schema}")
-    # the run's engine, so `-- materialized: parquet` models are written as the run writes them
-    outputs = Path(tempfile.mkdtemp(prefix="runcost-profile-"))
-    engine = DuckDBEngine(con, outputs)
     total = total_cpu = 0.0
     for model in order(discover(args.sql_root) + pool_models(config)):
         reset_peak()
@@ -61,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
         if model.materialization == "check":
             con.execute(f"select count(*) from ({model.sql})").fetchall()
         else:
-            engine.create(model)
+            con.execute(f"create or replace {model.created_as} {model.qualified} as\n{model.sql}")
         seconds, cpu = time.perf_counter() - started, cpu_seconds() - cpu
         total += seconds
         total_cpu += cpu
@@ -72,7 +66,6 @@ def main(argv: list[str] | None = None) -> int:
             plan = con.execute(f"explain analyze {_select(model)}").fetchall()
             print(plan[0][1], flush=True)
     print(f"{total:8.2f} s {total_cpu:8.2f} CPU s total")
-    shutil.rmtree(outputs, ignore_errors=True)
     return 0
 
 
