@@ -22,15 +22,11 @@ _GRAIN = re.compile(r"^--\s*grain:\s*\S", re.MULTILINE)
 # `-- materialized: view` publishes a model as a view over the published tables instead of
 # materializing and writing it: for wide projections and joins of tables that are published
 # anyway; `-- materialized: intermediate` builds a table later models read, never published:
-# for per-line steps whose content the published tables already carry; `-- materialized:
-# parquet` writes a published table once, as the snapshot's Parquet, which the build reads
-# (wide tables with a row per line: docs/performance.md)
+# for per-line steps whose content the published tables already carry (docs/performance.md)
 _MATERIALIZED = re.compile(r"^--\s*materialized:\s*(\S*)", re.MULTILINE)
-MATERIALIZATIONS = ("table", "view", "intermediate", "parquet")
+MATERIALIZATIONS = ("table", "view", "intermediate")
 # materializations the engines compute once and store in the build
-STORED = ("table", "intermediate", "parquet")
-# materializations published as tables (files in the snapshot)
-PUBLISHED_TABLES = ("table", "parquet")
+STORED = ("table", "intermediate")
 
 
 def sql_root() -> Path:
@@ -120,8 +116,7 @@ def _materialized(sql: str, layer: str, where: str) -> str:
         return "table"
     if len(found) > 1 or found[0] not in MATERIALIZATIONS:
         raise ModelError(
-            f"{where}: write one header line `-- materialized: table`, `view`, `intermediate` "
-            "or `parquet`"
+            f"{where}: write one header line `-- materialized: table`, `view` or `intermediate`"
             f" (found {', '.join(repr(item) for item in found)})"
         )
     if layer in ("staging", "checks"):

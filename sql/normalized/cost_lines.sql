@@ -6,7 +6,6 @@
 -- The attribution tags are read here, once, from the tags map with the configured keys, each source
 -- format under its own spelling: CUR lines under the CUR-normalized keys (attempt-id ->
 -- user_attempt_id), Google Cloud labels and FOCUS Tags under the keys exactly as configured.
--- materialized: parquet (a wide row per line: written once, as the snapshot's files, and read from them)
 with aws_cost_lines as (
     select * from staging.aws_cost_lines
 ),

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import duckdb
 
 from pipeline.dag.engines.base import CHECK_SAMPLE_ROWS, CheckResult
-from pipeline.dag.engines.duckdb_outputs import write_model
 
 if TYPE_CHECKING:
     from pipeline.dag.models import Model
@@ -20,22 +18,14 @@ class DuckDBEngine:
     name = "duckdb"
     errors: tuple[type[BaseException], ...] = (duckdb.Error,)
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, outputs: Path | None = None) -> None:
-        """``outputs``: where `-- materialized: parquet` models write their snapshot Parquet;
-        without it (tests building on a bare connection) they are tables like any other."""
+    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
         self.con = con
-        self.outputs = outputs
-        # published name -> the Parquet written for it, which publish moves into the snapshot
-        self.published_files: dict[str, Path] = {}
 
     def prepare(self, schemas: tuple[str, ...]) -> None:
         for schema in schemas:
             self.con.execute(f"create schema if not exists {schema}")
 
     def create(self, model: Model) -> None:
-        if model.materialization == "parquet" and self.outputs is not None:
-            self.published_files[model.qualified] = write_model(self.con, model, self.outputs)
-            return
         self.con.execute(f"create or replace {model.created_as} {model.qualified} as\n{model.sql}")
 
     def check(self, model: Model) -> CheckResult | None:

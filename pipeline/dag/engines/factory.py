@@ -14,7 +14,7 @@ from pipeline.dag.engines.duckdb_engine import DuckDBEngine
 def open_engine(config: Config, con: duckdb.DuckDBPyConnection, scratch: Path) -> Engine:
     """DuckDB on ``con`` (default), or a Spark session fed the raw.* and config.* of ``con``."""
     if config.engine == "duckdb":
-        return DuckDBEngine(con, scratch / "outputs")
+        return DuckDBEngine(con)
     from pipeline.dag.engines.spark import SparkEngine, open_session
 
     session, owned = open_session(config.spark, scratch)
