@@ -55,8 +55,7 @@ def main(argv: list[str] | None = None) -> int:
         if model.materialization == "check":
             con.execute(f"select count(*) from ({model.sql})").fetchall()
         else:
-            kind = model.materialization
-            con.execute(f"create or replace {kind} {model.qualified} as\n{model.sql}")
+            con.execute(f"create or replace {model.created_as} {model.qualified} as\n{model.sql}")
         seconds, cpu = time.perf_counter() - started, cpu_seconds() - cpu
         total += seconds
         total_cpu += cpu
@@ -71,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _select(model) -> str:
-    return model.sql if model.materialization != "table" else f"select * from ({model.sql})"
+    return model.sql if model.created_as != "table" else f"select * from ({model.sql})"
 
 
 if __name__ == "__main__":

@@ -17,10 +17,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "bench" / "out"
 
-LINES_PER_SECOND = 1_000_000
+# issue 18: judged on CPU seconds (user + system, every thread), which the shared machine's
+# load moves far less than wall seconds
+FLOOR_ROWS = 10_000_000
+FLOOR_RATIO = 30.0  # at 10M line items, end to end, against one scan of the used columns
 PEAK_MB = 2048
-FLOOR_RATIO = 8.0
-PANDAS_RATIO = 30.0
+PEAK_LIMIT = "1536MB"  # the peak RSS target holds with this memory_limit
+PANDAS_RATIO = 10.0  # CPU, on the 1M subset, with less memory
 SCALING_RATIO = 5.5
 SKEW_RATIO = 3.0
 
@@ -51,33 +54,35 @@ def _label(result: dict) -> str:
 def run_targets(result: dict) -> list[Verdict]:
     """The targets one run shows: throughput and memory, floor and pandas ratios, repeatability."""
     pipe = result["pipeline"]
-    rate = _rows(result) / pipe["total_seconds"]
     peak = pipe["peak_rss_mb"]
-    verdicts = [
-        Verdict(
-            f">= {LINES_PER_SECOND:,} line items/s end to end, peak < {PEAK_MB:,} MB "
-            f"({_label(result)})",
-            f"{rate:,.0f} line items/s, peak {peak:,.0f} MB",
-            rate >= LINES_PER_SECOND and peak < PEAK_MB,
-        )
-    ]
-    ratios = result.get("ratios", {})
-    if "pipeline_over_floor" in ratios:
-        value = ratios["pipeline_over_floor"]
+    verdicts = []
+    if result.get("memory_limit") == PEAK_LIMIT:
         verdicts.append(
             Verdict(
-                f"pipeline <= {FLOOR_RATIO:g}x the floor scan",
-                f"{value:.1f}x (CPU {ratios.get('pipeline_over_floor_cpu', float('nan')):.1f}x)",
-                value <= FLOOR_RATIO,
+                f"peak RSS < {PEAK_MB:,} MB with memory_limit={PEAK_LIMIT} ({_label(result)})",
+                f"peak {peak:,.0f} MB",
+                peak < PEAK_MB,
             )
         )
-    if "pandas_over_pipeline" in ratios:
-        value = ratios["pandas_over_pipeline"]
+    ratios = result.get("ratios", {})
+    if "pipeline_over_floor_cpu" in ratios:
+        value = ratios["pipeline_over_floor_cpu"]
+        judged = result["spec"]["rows"] == FLOOR_ROWS
+        verdicts.append(
+            Verdict(
+                f"pipeline CPU <= {FLOOR_RATIO:g}x the floor scan's at {FLOOR_ROWS:,} lines",
+                f"{value:.1f}x CPU ({ratios.get('pipeline_over_floor', float('nan')):.1f}x wall)"
+                + ("" if judged else f" at {result['spec']['rows']:,}: shown, not judged"),
+                value <= FLOOR_RATIO if judged else None,
+            )
+        )
+    if "pandas_over_pipeline_cpu" in ratios:
+        value = ratios["pandas_over_pipeline_cpu"]
         memory = ratios["pandas_rss_over_pipeline_rss"]
         verdicts.append(
             Verdict(
-                f">= {PANDAS_RATIO:g}x faster than pandas on the subset, with less memory",
-                f"{value:.1f}x faster, pandas peak {memory:.1f}x the pipeline's",
+                f">= {PANDAS_RATIO:g}x less CPU than pandas on the subset, with less memory",
+                f"{value:.1f}x less CPU, pandas peak {memory:.1f}x the pipeline's",
                 value >= PANDAS_RATIO and memory > 1,
             )
         )

@@ -198,7 +198,7 @@ def records(con: duckdb.DuckDBPyConnection, sql: str, *params: Any) -> list[dict
 def rebuild(con: duckdb.DuckDBPyConnection, qualified: str) -> None:
     """Re-create one model's table from its SQL (after a test changed its inputs)."""
     item = model(qualified)
-    con.execute(f"create or replace {item.materialization} {item.qualified} as\n{item.sql}")
+    con.execute(f"create or replace {item.created_as} {item.qualified} as\n{item.sql}")
 
 
 def run_check(con: duckdb.DuckDBPyConnection, name: str) -> list[dict[str, Any]]:

@@ -12,6 +12,7 @@ import sqlglot
 from sqlglot import expressions as exp
 
 from pipeline.common.errors import ModelError
+from pipeline.dag.macros import expand_macros
 
 LAYERS = ("staging", "normalized", "attribution", "allocation", "marts", "checks")
 # Schemas a model may read without them being models: raw sources (staging only) and the
@@ -20,9 +21,12 @@ SOURCE_SCHEMAS = {"raw": ("staging",), "config": LAYERS}
 _GRAIN = re.compile(r"^--\s*grain:\s*\S", re.MULTILINE)
 # `-- materialized: view` publishes a model as a view over the published tables instead of
 # materializing and writing it: for wide projections and joins of tables that are published
-# anyway (docs/performance.md)
+# anyway; `-- materialized: intermediate` builds a table later models read, never published:
+# for per-line steps whose content the published tables already carry (docs/performance.md)
 _MATERIALIZED = re.compile(r"^--\s*materialized:\s*(\S*)", re.MULTILINE)
-MATERIALIZATIONS = ("table", "view")
+MATERIALIZATIONS = ("table", "view", "intermediate")
+# materializations the engines compute once and store in the build
+STORED = ("table", "intermediate")
 
 
 def sql_root() -> Path:
@@ -55,10 +59,16 @@ class Model:
             return "check"
         return "view" if self.layer == "staging" else self.materialized
 
+    @property
+    def created_as(self) -> str:
+        """What a DuckDB build creates for the model: a `view` or a `table`."""
+        return "table" if self.materialization in STORED else "view"
+
 
 def parse_model(layer: str, name: str, sql: str, path: Path | None = None) -> Model:
     """Parse a model's header and inputs; malformed models raise ModelError naming the file."""
     where = str(path) if path else f"{layer}.{name}"
+    sql = expand_macros(sql, where)
     lines = sql.lstrip().splitlines()
     if not lines or not lines[0].startswith("--"):
         raise ModelError(f"{where}: the first line must be a comment saying what the model is")
@@ -106,7 +116,7 @@ def _materialized(sql: str, layer: str, where: str) -> str:
         return "table"
     if len(found) > 1 or found[0] not in MATERIALIZATIONS:
         raise ModelError(
-            f"{where}: write one header line `-- materialized: table` or `-- materialized: view`"
+            f"{where}: write one header line `-- materialized: table`, `view` or `intermediate`"
             f" (found {', '.join(repr(item) for item in found)})"
         )
     if layer in ("staging", "checks"):
@@ -165,11 +175,28 @@ def order(models: Iterable[Model]) -> list[Model]:
                     "name inputs fully qualified, such as normalized.cost_lines"
                 )
         graph[model.qualified] = deps
+        _published_inputs(model, [by_name[name] for name in deps])
     try:
         ordered = list(graphlib.TopologicalSorter(graph).static_order())
     except graphlib.CycleError as error:
         raise ModelError(f"models depend on each other in a cycle: {error.args[1]}") from error
     return [by_name[name] for name in ordered]
+
+
+def _published_inputs(model: Model, inputs: list[Model]) -> None:
+    # a published view is re-created in runcost.duckdb, where intermediates do not exist
+    hidden = sorted(item.qualified for item in inputs if item.materialization == "intermediate")
+    if model.materialization == "view" and model.layer != "staging" and hidden:
+        raise ModelError(
+            f"{model.qualified} is published as a view but reads {', '.join(hidden)}, which is "
+            "not published (`-- materialized: intermediate`); read published tables, or make "
+            f"{model.qualified} `-- materialized: table`"
+        )
+
+
+def intermediates(models: Iterable[Model]) -> set[str]:
+    """Names of the models built as tables for later models and never published."""
+    return {model.qualified for model in models if model.materialization == "intermediate"}
 
 
 def published_views(models: Iterable[Model]) -> list[tuple[str, str]]:

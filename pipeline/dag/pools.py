@@ -47,6 +47,7 @@ def pool_models(config: Config) -> list[Model]:
     line_model = (
         "-- Cost lines each pool selects (generated from [[pools]] selectors); first pool wins.\n"
         "-- grain: one row per (line_id, pool_order) a selector matches; first_match: the winner\n"
+        "-- materialized: intermediate (marts.pool_overlaps and the shared slices carry it)\n"
         f"with matches as (\n{line_sql}\n),\n\n"
         "first_matches as (\n    select matches.line_id, min(matches.pool_order) as first_order\n"
         "    from matches\n    group by matches.line_id\n),\n\n"
@@ -81,6 +82,7 @@ def pool_models(config: Config) -> list[Model]:
     excluded_model = (
         "-- Cost lines [allocation] exclude takes out of training attribution (inference, APIs).\n"
         "-- grain: one row per excluded line_id; each goes to unallocated as excluded_inference\n"
+        "-- materialized: intermediate (its lines are the excluded_inference slices)\n"
         f"with excluded as (\n{excluded_sql}\n),\n\n"
         "final as (\n    select distinct excluded.line_id from excluded\n)\n\nselect * from final"
     )

@@ -16,7 +16,7 @@ from pipeline.common.duck import connect
 from pipeline.config.loader import Config
 from pipeline.dag.build import BuildReport, build
 from pipeline.dag.engines.base import Engine
-from pipeline.dag.models import Model, published_views
+from pipeline.dag.models import Model, intermediates, published_views
 from pipeline.dag.pools import log_pool_warnings
 from pipeline.ingest.aws_cur2 import ingest_aws_exports
 from pipeline.ingest.focus_files import ingest_focus_files
@@ -184,7 +184,7 @@ def publish_snapshot(
     the same switch as CURRENT and runcost.duckdb.
     """
     events.start("publish", "snapshot")
-    contents = table_contents(con, written)
+    contents = table_contents(con, written, hidden=intermediates(models))
     views = view_contents(con, published_views(models))
     hashes = content_hashes(contents, views)
     same_as = unchanged_snapshot(config.warehouse, hashes, ignore=HISTORY_TABLES)

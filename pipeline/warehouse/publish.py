@@ -8,7 +8,7 @@ import logging
 import os
 import re
 import shutil
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -65,12 +65,17 @@ class Snapshot:
     content_hashes: dict[str, str] = field(default_factory=dict)
 
 
-def table_contents(con: duckdb.DuckDBPyConnection, written: dict | None = None) -> list:
+def table_contents(
+    con: duckdb.DuckDBPyConnection, written: dict | None = None, hidden: Collection[str] = ()
+) -> list:
     """Every table a publish writes, with an order-independent hash of its rows and columns;
-    ``written``: name -> Parquet an engine wrote already (``con`` has views over it)."""
+    ``written``: name -> Parquet an engine wrote already (``con`` has views over it);
+    ``hidden``: tables of the build that are never published (intermediate steps)."""
     written, contents = written or {}, []
     tables = _tables(con) + sorted({tuple(n.split(".", 1)) for n in written} - set(_tables(con)))
     for schema, name in tables:
+        if f"{schema}.{name}" in hidden:
+            continue
         source = f"staging.{name}" if schema == "telemetry" else f"{schema}.{name}"
         columns, rows, digest = content_hash(con, source)
         key = f"{schema}.{name}"

@@ -2,221 +2,51 @@
 -- grain: one row per (allocation_model, line_id, allocation_kind, attribution_method, attempt_id, experiment_id,
 -- unallocated_reason)
 -- The slices of one line carry the line's dimensions and sum exactly to it (FOCUS 1.3 split rules).
-with cost_lines as (
-    select * from normalized.cost_lines
+-- materialized: view (allocation.model_slices with the line's dimensions: computed when read, never written)
+with model_slices as (
+    select * from allocation.model_slices
 ),
 
-line_attributions as (
-    select * from attribution.line_attributions
-),
-
-remainders as (
-    select * from allocation.line_remainders
-),
-
-split_unused_shares as (
-    select * from allocation.split_unused_shares
-),
-
-pool_shares as (
-    select * from allocation.pool_shares
-),
-
-pool_windows as (
-    -- windows where a pool found candidate attempts (their driver weights may all be 0)
-    select distinct
-        pool_driver_weights.pool_order,
-        pool_driver_weights.window_start,
-        pool_driver_weights.window_end
-    from allocation.pool_driver_weights as pool_driver_weights
-),
-
-first_pools as (
-    select * from allocation.pooled_lines
-),
-
-allocation_models as (
-    select unnest(['marginal', 'fully_loaded']) as allocation_model
-),
-
-attributed as (
+cost_lines as (
     select
-        allocation_models.allocation_model,
-        line_attributions.line_id,
-        'attributed' as allocation_kind,
-        line_attributions.attempt_id,
-        line_attributions.experiment_id,
-        line_attributions.attribution_method,
-        line_attributions.confidence,
-        cast(null as varchar) as pool_name,
-        cast(null as varchar) as unallocated_reason,
-        line_attributions.share,
-        line_attributions.billed_cost,
-        line_attributions.effective_cost,
-        line_attributions.list_cost,
-        line_attributions.net_cost
-    from line_attributions
-    cross join allocation_models
-),
-
-marginal_unallocated as (
-    select
-        'marginal' as allocation_model,
-        remainders.line_id,
-        'unallocated' as allocation_kind,
-        cast(null as varchar) as attempt_id,
-        cast(null as varchar) as experiment_id,
-        cast(null as varchar) as attribution_method,
-        cast(null as varchar) as confidence,
-        cast(null as varchar) as pool_name,
-        remainders.unallocated_reason,
-        cast(null as double) as share,
-        remainders.billed_cost,
-        remainders.effective_cost,
-        remainders.list_cost,
-        remainders.net_cost
-    from remainders
-),
-
-split_idle_unallocated as (
-    -- marginal: the split idle capacity of an instance line stays unallocated, in one slice
-    select
-        'marginal' as allocation_model,
-        split_unused_shares.line_id,
-        'unallocated' as allocation_kind,
-        cast(null as varchar) as attempt_id,
-        cast(null as varchar) as experiment_id,
-        cast(null as varchar) as attribution_method,
-        cast(null as varchar) as confidence,
-        cast(null as varchar) as pool_name,
-        'split_unused_capacity' as unallocated_reason,
-        cast(null as double) as share,
-        sum(split_unused_shares.billed_cost) as billed_cost,
-        sum(split_unused_shares.effective_cost) as effective_cost,
-        sum(split_unused_shares.list_cost) as list_cost,
-        sum(split_unused_shares.net_cost) as net_cost
-    from split_unused_shares
-    group by split_unused_shares.line_id
-),
-
-split_idle_shared as (
-    -- fully loaded: each placed pod takes its unused cost share, as AWS spreads it
-    select
-        'fully_loaded' as allocation_model,
-        split_unused_shares.line_id,
-        'shared' as allocation_kind,
-        split_unused_shares.attempt_id,
-        split_unused_shares.experiment_id,
-        'split_unused' as attribution_method,
-        'billed' as confidence,
-        cast(null as varchar) as pool_name,
-        cast(null as varchar) as unallocated_reason,
-        split_unused_shares.share,
-        split_unused_shares.billed_cost,
-        split_unused_shares.effective_cost,
-        split_unused_shares.list_cost,
-        split_unused_shares.net_cost
-    from split_unused_shares
-),
-
-shared as (
-    select
-        'fully_loaded' as allocation_model,
-        pool_shares.line_id,
-        'shared' as allocation_kind,
-        pool_shares.attempt_id,
-        pool_shares.experiment_id,
-        'pool' as attribution_method,
-        'allocated' as confidence,
-        pool_shares.pool_name,
-        cast(null as varchar) as unallocated_reason,
-        pool_shares.share,
-        pool_shares.billed_cost,
-        pool_shares.effective_cost,
-        pool_shares.list_cost,
-        pool_shares.net_cost
-    from pool_shares
-),
-
-pooled_lines as (
-    select distinct pool_shares.line_id from pool_shares
-),
-
-fully_loaded_unallocated as (
-    select
-        'fully_loaded' as allocation_model,
-        remainders.line_id,
-        'unallocated' as allocation_kind,
-        cast(null as varchar) as attempt_id,
-        cast(null as varchar) as experiment_id,
-        cast(null as varchar) as attribution_method,
-        cast(null as varchar) as confidence,
-        case
-            when remainders.unallocated_reason <> 'excluded_inference' then first_pools.pool_name
-        end as pool_name,
-        case
-            when remainders.unallocated_reason = 'excluded_inference' then 'excluded_inference'
-            when first_pools.pool_name is null then remainders.unallocated_reason
-            when pool_windows.pool_order is not null then 'pool_driver_no_usage'
-            else 'pool_no_eligible_attempts'
-        end as unallocated_reason,
-        cast(null as double) as share,
-        remainders.billed_cost,
-        remainders.effective_cost,
-        remainders.list_cost,
-        remainders.net_cost
-    from remainders
-    left join first_pools on remainders.line_id = first_pools.line_id
-    left join pool_windows
-        on
-            first_pools.pool_order = pool_windows.pool_order
-            and first_pools.window_start = pool_windows.window_start
-            and first_pools.window_end = pool_windows.window_end
-    anti join pooled_lines on remainders.line_id = pooled_lines.line_id
-),
-
-slices as (
-    select * from attributed
-    union all
-    select * from marginal_unallocated
-    union all
-    select * from split_idle_unallocated
-    union all
-    select * from shared
-    union all
-    select * from split_idle_shared
-    union all
-    select * from fully_loaded_unallocated
+        cost_lines.line_id,
+        cost_lines.sub_account_id,
+        cost_lines.service_name,
+        cost_lines.charge_category,
+        cost_lines.charge_period_start,
+        cost_lines.charge_period_end,
+        cost_lines.resource_id
+    from normalized.cost_lines as cost_lines
 ),
 
 final as (
     select
-        slices.allocation_model,
-        slices.line_id,
-        slices.allocation_kind,
-        slices.attempt_id,
-        slices.experiment_id,
-        slices.attribution_method,
-        slices.confidence,
-        slices.pool_name,
-        slices.unallocated_reason,
-        slices.share,
-        cost_lines.provider,
-        cost_lines.billing_account_id,
+        model_slices.allocation_model,
+        model_slices.line_id,
+        model_slices.allocation_kind,
+        model_slices.attempt_id,
+        model_slices.experiment_id,
+        model_slices.attribution_method,
+        model_slices.confidence,
+        model_slices.pool_name,
+        model_slices.unallocated_reason,
+        model_slices.share,
+        model_slices.provider,
+        model_slices.billing_account_id,
         cost_lines.sub_account_id,
-        cost_lines.billing_period,
-        cost_lines.billing_currency,
+        model_slices.billing_period,
+        model_slices.billing_currency,
         cost_lines.service_name,
         cost_lines.charge_category,
         cost_lines.charge_period_start,
         cost_lines.charge_period_end,
         cost_lines.resource_id,
-        slices.billed_cost,
-        slices.effective_cost,
-        slices.list_cost,
-        slices.net_cost
-    from slices
-    inner join cost_lines on slices.line_id = cost_lines.line_id
+        model_slices.billed_cost,
+        model_slices.effective_cost,
+        model_slices.list_cost,
+        model_slices.net_cost
+    from model_slices
+    inner join cost_lines on model_slices.line_id = cost_lines.line_id
 )
 
 select * from final

@@ -1,5 +1,6 @@
 -- What attribution left of each line once the split idle pool took its part: for config pools, else unallocated.
 -- grain: one row per line_id whose rest is not wholly split idle capacity
+-- materialized: intermediate (a step of the build, never published: allocation.cost_slices carries its result)
 with remainders as (
     select * from attribution.unattributed_lines
 ),
@@ -33,7 +34,11 @@ final as (
         cast(
             remainders.list_cost - coalesce(idle_totals.list_cost, 0) as decimal(38, 10)
         ) as list_cost,
-        cast(remainders.net_cost - coalesce(idle_totals.net_cost, 0) as decimal(38, 10)) as net_cost
+        cast(remainders.net_cost - coalesce(idle_totals.net_cost, 0) as decimal(38, 10)) as net_cost,
+        remainders.provider,
+        remainders.billing_account_id,
+        remainders.billing_period,
+        remainders.billing_currency
     from remainders
     left join idle_totals on remainders.line_id = idle_totals.line_id
     where remainders.unallocated_reason <> 'split_unused_capacity'

@@ -5,6 +5,7 @@
 -- share of the window's requested vCPU-seconds plus its share of requested GiB-seconds (attempt_resources);
 -- attempt_count = 1 when the attempt started in the window; even = 1; cost_weighted = the attempt's
 -- attributed cost, in the pool's basis, of lines charged in the window. Only weights above 0 get a share.
+-- materialized: intermediate (a step of the build, never published: allocation.cost_slices carries its result)
 with cost_lines as (
     select
         cost_lines.line_id,

@@ -1,5 +1,6 @@
 -- Slices of unattributed cost that a pool spreads over attempts by its driver's shares (fully loaded model).
 -- grain: one row per (line_id, attempt_id)
+-- materialized: intermediate (a step of the build, never published: allocation.cost_slices carries its result)
 with pool_driver_weights as (
     select * from allocation.pool_driver_weights
 ),
@@ -60,34 +61,34 @@ final as (
         totals.experiment_id,
         totals.pool_name,
         totals.share,
-        cast(
-            case
-                when totals.slice_rank = 1
-                    then totals.billed_cost - (totals.billed_parts - totals.billed_part)
-                else totals.billed_part
-            end as decimal(38, 10)
+        first_slice_takes_rest(
+            totals.slice_rank = 1,
+            totals.billed_cost,
+            totals.billed_parts,
+            totals.billed_part
         ) as billed_cost,
-        cast(
-            case
-                when totals.slice_rank = 1
-                    then totals.effective_cost - (totals.effective_parts - totals.effective_part)
-                else totals.effective_part
-            end as decimal(38, 10)
+        first_slice_takes_rest(
+            totals.slice_rank = 1,
+            totals.effective_cost,
+            totals.effective_parts,
+            totals.effective_part
         ) as effective_cost,
-        cast(
-            case
-                when totals.slice_rank = 1
-                    then totals.list_cost - (totals.list_parts - totals.list_part)
-                else totals.list_part
-            end as decimal(38, 10)
+        first_slice_takes_rest(
+            totals.slice_rank = 1,
+            totals.list_cost,
+            totals.list_parts,
+            totals.list_part
         ) as list_cost,
-        cast(
-            case
-                when totals.slice_rank = 1
-                    then totals.net_cost - (totals.net_parts - totals.net_part)
-                else totals.net_part
-            end as decimal(38, 10)
-        ) as net_cost
+        first_slice_takes_rest(
+            totals.slice_rank = 1,
+            totals.net_cost,
+            totals.net_parts,
+            totals.net_part
+        ) as net_cost,
+        totals.provider,
+        totals.billing_account_id,
+        totals.billing_period,
+        totals.billing_currency
     from totals
 )
 

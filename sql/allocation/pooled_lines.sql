@@ -1,6 +1,7 @@
 -- The unattributed rest of each line that a config pool takes, with the window the pool spreads it over.
 -- grain: one row per (line_id): the first pool whose selector matches it; excluded inference lines never pool
 -- The window is the line's charge period (spread = 'charge_period') or its billing period.
+-- materialized: intermediate (a step of the build, never published: allocation.cost_slices carries its result)
 with remainders as (
     select * from allocation.line_remainders
 ),

@@ -2,6 +2,7 @@
 -- grain: one row per (line_id, attempt_id, experiment_id) with unused cost
 -- AWS spreads an instance-hour's unused capacity over its pods (split_line_item_unused_cost); the fully
 -- loaded model follows it. When every pod of the hour is placed, the slices take the line's whole rest.
+-- materialized: intermediate (a step of the build, never published: allocation.cost_slices carries its result)
 with split_cost_shares as (
     select * from attribution.split_cost_shares
 ),
@@ -16,7 +17,11 @@ cost_lines as (
         cost_lines.billed_cost,
         cost_lines.effective_cost,
         cost_lines.list_cost,
-        cost_lines.net_cost
+        cost_lines.net_cost,
+        cost_lines.provider,
+        cost_lines.billing_account_id,
+        cost_lines.billing_period,
+        cost_lines.billing_currency
     from normalized.cost_lines as cost_lines
 ),
 
@@ -27,6 +32,10 @@ idle as (
         split_cost_shares.experiment_id,
         split_cost_shares.unused_share as share,
         split_cost_shares.has_unplaced_pods,
+        cost_lines.provider,
+        cost_lines.billing_account_id,
+        cost_lines.billing_period,
+        cost_lines.billing_currency,
         remainders.billed_cost as rest_billed_cost,
         remainders.effective_cost as rest_effective_cost,
         remainders.list_cost as rest_list_cost,
@@ -71,36 +80,34 @@ final as (
         totals.attempt_id,
         totals.experiment_id,
         totals.share,
-        cast(
-            case
-                when not totals.has_unplaced_pods and totals.slice_rank = 1
-                    then totals.rest_billed_cost - (totals.billed_parts - totals.billed_part)
-                else totals.billed_part
-            end as decimal(38, 10)
+        first_slice_takes_rest(
+            not totals.has_unplaced_pods and totals.slice_rank = 1,
+            totals.rest_billed_cost,
+            totals.billed_parts,
+            totals.billed_part
         ) as billed_cost,
-        cast(
-            case
-                when not totals.has_unplaced_pods and totals.slice_rank = 1
-                    then
-                        totals.rest_effective_cost
-                        - (totals.effective_parts - totals.effective_part)
-                else totals.effective_part
-            end as decimal(38, 10)
+        first_slice_takes_rest(
+            not totals.has_unplaced_pods and totals.slice_rank = 1,
+            totals.rest_effective_cost,
+            totals.effective_parts,
+            totals.effective_part
         ) as effective_cost,
-        cast(
-            case
-                when not totals.has_unplaced_pods and totals.slice_rank = 1
-                    then totals.rest_list_cost - (totals.list_parts - totals.list_part)
-                else totals.list_part
-            end as decimal(38, 10)
+        first_slice_takes_rest(
+            not totals.has_unplaced_pods and totals.slice_rank = 1,
+            totals.rest_list_cost,
+            totals.list_parts,
+            totals.list_part
         ) as list_cost,
-        cast(
-            case
-                when not totals.has_unplaced_pods and totals.slice_rank = 1
-                    then totals.rest_net_cost - (totals.net_parts - totals.net_part)
-                else totals.net_part
-            end as decimal(38, 10)
-        ) as net_cost
+        first_slice_takes_rest(
+            not totals.has_unplaced_pods and totals.slice_rank = 1,
+            totals.rest_net_cost,
+            totals.net_parts,
+            totals.net_part
+        ) as net_cost,
+        totals.provider,
+        totals.billing_account_id,
+        totals.billing_period,
+        totals.billing_currency
     from totals
 )
 

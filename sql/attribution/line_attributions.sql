@@ -1,14 +1,32 @@
 -- Attributed slices of cost lines in each basis: whole lines by tag, by pods' split cost, by resource and time.
 -- grain: one row per (line_id, attempt_id, experiment_id) attributed slice
+-- Computed once for both allocation models. Lines meet the resource+time windows in one equi-join on the
+-- window; each line's slices, their sum and its rounding remainder are computed inside the line's row
+-- (lists), so no join or aggregate is keyed by line_id.
+-- materialized: intermediate (a step of the build, never published: allocation.cost_slices carries its result)
 with cost_lines as (
-    select * from normalized.cost_lines
+    select
+        cost_lines.line_id,
+        cost_lines.resource_id,
+        cost_lines.charge_period_start,
+        cost_lines.charge_period_end,
+        cost_lines.usage_seconds,
+        cost_lines.billed_cost,
+        cost_lines.effective_cost,
+        cost_lines.list_cost,
+        cost_lines.net_cost,
+        cost_lines.provider,
+        cost_lines.billing_account_id,
+        cost_lines.billing_period,
+        cost_lines.billing_currency
+    from normalized.cost_lines as cost_lines
 ),
 
 tag_matches as (
     select * from attribution.tag_matches
 ),
 
-held_overlaps as (
+held_windows as (
     select * from attribution.resource_time_overlaps
 ),
 
@@ -17,45 +35,17 @@ split_cost_shares as (
 ),
 
 excluded_lines as (
+    -- lines [allocation] exclude names (inference, APIs) are never attributed
     select * from attribution.excluded_lines
 ),
 
-attempts as (
-    select
-        attempts.attempt_id,
-        attempts.experiment_id
-    from staging.attempts as attempts
-),
-
-overlap_totals as (
-    select
-        held_overlaps.line_id,
-        sum(held_overlaps.overlap_us) as total_overlap_us
-    from held_overlaps
-    group by held_overlaps.line_id
-),
-
-resource_time_slices as (
-    -- share_i = overlap_i / max(active, sum of overlaps): attempts one after another each get
-    -- their seconds of the line's active time; when held seconds exceed it (attempts sharing
-    -- the resource at once) the line is placed whole, split by seconds held
-    select
-        held_overlaps.line_id,
-        held_overlaps.attempt_id,
-        attempts.experiment_id,
-        'resource_time' as attribution_method,
-        'estimated' as confidence,
-        overlap_totals.total_overlap_us >= cost_lines.usage_seconds * 1000000 as fully_attributed,
-        held_overlaps.overlap_us as weight,
-        held_overlaps.overlap_us
-        / greatest(cost_lines.usage_seconds * 1000000, overlap_totals.total_overlap_us) as share
-    from held_overlaps
-    inner join overlap_totals on held_overlaps.line_id = overlap_totals.line_id
-    inner join cost_lines on held_overlaps.line_id = cost_lines.line_id
-    inner join attempts on held_overlaps.attempt_id = attempts.attempt_id
+split_lines as (
+    -- instance lines their pods' split cost places come before resource and time
+    select distinct split_cost_shares.line_id from split_cost_shares
 ),
 
 tag_slices as (
+    -- a tag places the whole line: one slice, the line's own cost
     select
         tag_matches.line_id,
         tag_matches.attempt_id,
@@ -63,138 +53,269 @@ tag_slices as (
         tag_matches.attribution_method,
         'billed' as confidence,
         true as fully_attributed,
-        1 as weight,
-        1.0 as share
+        cast(1.0 as double) as share,
+        cost_lines.billed_cost,
+        cost_lines.effective_cost,
+        cost_lines.list_cost,
+        cost_lines.net_cost,
+        cost_lines.provider,
+        cost_lines.billing_account_id,
+        cost_lines.billing_period,
+        cost_lines.billing_currency
     from tag_matches
+    inner join cost_lines on tag_matches.line_id = cost_lines.line_id
+    anti join excluded_lines on tag_matches.line_id = excluded_lines.line_id
 ),
 
-split_slices as (
+split_parts as (
     -- an instance line split among its hour's pods: each placed pod's split cost over the
     -- hour's split + unused cost; unused capacity and unplaced pods stay unattributed
     select
         split_cost_shares.line_id,
         split_cost_shares.attempt_id,
         split_cost_shares.experiment_id,
-        'split_cost' as attribution_method,
-        'billed' as confidence,
         sum(split_cost_shares.split_cost) over (partition by split_cost_shares.line_id)
         = split_cost_shares.hour_total as fully_attributed,
-        cast(split_cost_shares.split_cost as double) as weight,
-        split_cost_shares.split_share as share
+        split_cost_shares.split_share as share,
+        row_number() over (
+            partition by split_cost_shares.line_id
+            order by
+                split_cost_shares.split_cost desc,
+                coalesce(split_cost_shares.attempt_id, '') asc,
+                coalesce(split_cost_shares.experiment_id, '') asc
+        ) as slice_rank
     from split_cost_shares
     where split_cost_shares.experiment_id is not null
     qualify split_cost_shares.split_cost > 0
 ),
 
-all_slices as (
-    select * from tag_slices
-    union all
-    select * from split_slices
-    union all
-    select * from resource_time_slices
-),
-
-slices as (
-    -- lines [allocation] exclude names (inference, APIs) are never attributed
-    select all_slices.* from all_slices
-    left join excluded_lines on all_slices.line_id = excluded_lines.line_id
-    where excluded_lines.line_id is null
-),
-
-parts as (
+split_rounded as (
     select
-        slices.*,
+        split_parts.*,
         cost_lines.billed_cost as line_billed_cost,
         cost_lines.effective_cost as line_effective_cost,
         cost_lines.list_cost as line_list_cost,
         cost_lines.net_cost as line_net_cost,
-        cast(cost_lines.billed_cost * slices.share as decimal(38, 10)) as billed_part,
-        cast(cost_lines.effective_cost * slices.share as decimal(38, 10)) as effective_part,
-        cast(cost_lines.list_cost * slices.share as decimal(38, 10)) as list_part,
-        cast(cost_lines.net_cost * slices.share as decimal(38, 10)) as net_part
-    from slices
-    inner join cost_lines on slices.line_id = cost_lines.line_id
+        cost_lines.provider,
+        cost_lines.billing_account_id,
+        cost_lines.billing_period,
+        cost_lines.billing_currency,
+        cast(cost_lines.billed_cost * split_parts.share as decimal(38, 10)) as billed_part,
+        cast(cost_lines.effective_cost * split_parts.share as decimal(38, 10)) as effective_part,
+        cast(cost_lines.list_cost * split_parts.share as decimal(38, 10)) as list_part,
+        cast(cost_lines.net_cost * split_parts.share as decimal(38, 10)) as net_part
+    from split_parts
+    inner join cost_lines on split_parts.line_id = cost_lines.line_id
+    anti join excluded_lines on split_parts.line_id = excluded_lines.line_id
 ),
 
-line_totals as (
-    -- one hash aggregate per line rather than windows partitioned by line_id (measured faster
-    -- in bench/): the largest slice, ties broken by attempt then experiment, takes the remainder
+split_totals as (
     select
-        parts.line_id,
-        arg_min(
-            { 'attempt_id': parts.attempt_id, 'experiment_id': parts.experiment_id },
-            (-parts.weight, coalesce(parts.attempt_id, ''), coalesce(parts.experiment_id, ''))
-        ) as first_slice,
-        sum(parts.billed_part) as billed_parts,
-        sum(parts.effective_part) as effective_parts,
-        sum(parts.list_part) as list_parts,
-        sum(parts.net_part) as net_parts
-    from parts
-    group by parts.line_id
+        split_rounded.*,
+        sum(split_rounded.billed_part) over (partition by split_rounded.line_id) as billed_parts,
+        sum(split_rounded.effective_part) over (
+            partition by split_rounded.line_id
+        ) as effective_parts,
+        sum(split_rounded.list_part) over (partition by split_rounded.line_id) as list_parts,
+        sum(split_rounded.net_part) over (partition by split_rounded.line_id) as net_parts
+    from split_rounded
 ),
 
-totals as (
+held_lines as (
+    -- untagged, unsplit lines of a held resource, with their window's holders:
+    -- share_i = overlap_i / max(active, sum of overlaps): attempts one after another each get
+    -- their seconds of the line's active time; when held seconds exceed it (attempts sharing
+    -- the resource at once) the line is placed whole, split by seconds held
     select
-        parts.*,
-        line_totals.billed_parts,
-        line_totals.effective_parts,
-        line_totals.list_parts,
-        line_totals.net_parts,
-        case
-            -- ids are never empty (telemetry refuses them), so '' stands for NULL here
-            when
-                coalesce(parts.attempt_id, '') = coalesce(line_totals.first_slice.attempt_id, '')
-                and coalesce(parts.experiment_id, '')
-                = coalesce(line_totals.first_slice.experiment_id, '')
-                then 1
-            else 2
-        end as slice_rank
-    from parts
-    inner join line_totals on parts.line_id = line_totals.line_id
+        cost_lines.*,
+        held_windows.total_overlap_us >= cost_lines.usage_seconds * 1000000 as fully_attributed,
+        greatest(cost_lines.usage_seconds * 1000000, held_windows.total_overlap_us) as held_us,
+        held_windows.holders
+    from cost_lines
+    inner join held_windows
+        on
+            cost_lines.resource_id = held_windows.resource_id
+            and cost_lines.charge_period_start = held_windows.charge_period_start
+            and cost_lines.charge_period_end = held_windows.charge_period_end
+    anti join tag_matches on cost_lines.line_id = tag_matches.line_id
+    anti join split_lines on cost_lines.line_id = split_lines.line_id
+    anti join excluded_lines on cost_lines.line_id = excluded_lines.line_id
 ),
 
-final as (
+held_parts as (
+    select
+        held_lines.line_id,
+        held_lines.fully_attributed,
+        held_lines.provider,
+        held_lines.billing_account_id,
+        held_lines.billing_period,
+        held_lines.billing_currency,
+        held_lines.billed_cost,
+        held_lines.effective_cost,
+        held_lines.list_cost,
+        held_lines.net_cost,
+        list_transform(
+            held_lines.holders,
+            lambda holder: {
+                'attempt_id': holder.attempt_id,
+                'experiment_id': holder.experiment_id,
+                'slice_rank': holder.slice_rank,
+                'share': holder.overlap_us / held_lines.held_us,
+                'billed_part': cast(
+                    held_lines.billed_cost * (holder.overlap_us / held_lines.held_us)
+                    as decimal(38, 10)
+                ),
+                'effective_part': cast(
+                    held_lines.effective_cost * (holder.overlap_us / held_lines.held_us)
+                    as decimal(38, 10)
+                ),
+                'list_part': cast(
+                    held_lines.list_cost * (holder.overlap_us / held_lines.held_us)
+                    as decimal(38, 10)
+                ),
+                'net_part': cast(
+                    held_lines.net_cost * (holder.overlap_us / held_lines.held_us)
+                    as decimal(38, 10)
+                )
+            }
+        ) as parts
+    from held_lines
+),
+
+held_sums as (
+    select
+        held_parts.*,
+        list_sum(list_transform(held_parts.parts, lambda part: part.billed_part)) as billed_parts,
+        list_sum(
+            list_transform(held_parts.parts, lambda part: part.effective_part)
+        ) as effective_parts,
+        list_sum(list_transform(held_parts.parts, lambda part: part.list_part)) as list_parts,
+        list_sum(list_transform(held_parts.parts, lambda part: part.net_part)) as net_parts
+    from held_parts
+),
+
+held_slices as (
+    select
+        held_sums.line_id,
+        held_sums.fully_attributed,
+        held_sums.provider,
+        held_sums.billing_account_id,
+        held_sums.billing_period,
+        held_sums.billing_currency,
+        held_sums.billed_cost as line_billed_cost,
+        held_sums.effective_cost as line_effective_cost,
+        held_sums.list_cost as line_list_cost,
+        held_sums.net_cost as line_net_cost,
+        held_sums.billed_parts,
+        held_sums.effective_parts,
+        held_sums.list_parts,
+        held_sums.net_parts,
+        unnest(held_sums.parts) as part
+    from held_sums
+),
+
+rounded as (
+    select
+        split_totals.line_id,
+        split_totals.attempt_id,
+        split_totals.experiment_id,
+        'split_cost' as attribution_method,
+        'billed' as confidence,
+        split_totals.fully_attributed,
+        split_totals.share,
+        split_totals.slice_rank,
+        split_totals.line_billed_cost,
+        split_totals.line_effective_cost,
+        split_totals.line_list_cost,
+        split_totals.line_net_cost,
+        split_totals.billed_part,
+        split_totals.effective_part,
+        split_totals.list_part,
+        split_totals.net_part,
+        split_totals.billed_parts,
+        split_totals.effective_parts,
+        split_totals.list_parts,
+        split_totals.net_parts,
+        split_totals.provider,
+        split_totals.billing_account_id,
+        split_totals.billing_period,
+        split_totals.billing_currency
+    from split_totals
+    union all
+    select
+        held_slices.line_id,
+        held_slices.part.attempt_id,
+        held_slices.part.experiment_id,
+        'resource_time' as attribution_method,
+        'estimated' as confidence,
+        held_slices.fully_attributed,
+        held_slices.part.share,
+        held_slices.part.slice_rank,
+        held_slices.line_billed_cost,
+        held_slices.line_effective_cost,
+        held_slices.line_list_cost,
+        held_slices.line_net_cost,
+        held_slices.part.billed_part,
+        held_slices.part.effective_part,
+        held_slices.part.list_part,
+        held_slices.part.net_part,
+        held_slices.billed_parts,
+        held_slices.effective_parts,
+        held_slices.list_parts,
+        held_slices.net_parts,
+        held_slices.provider,
+        held_slices.billing_account_id,
+        held_slices.billing_period,
+        held_slices.billing_currency
+    from held_slices
+),
+
+shared_slices as (
     -- when a line is placed whole, its first slice takes the rounding remainder so the
     -- slices sum exactly to the line
     select
-        totals.line_id,
-        totals.attempt_id,
-        totals.experiment_id,
-        totals.attribution_method,
-        totals.confidence,
-        totals.fully_attributed,
-        totals.share,
-        cast(
-            case
-                when totals.fully_attributed and totals.slice_rank = 1
-                    then totals.line_billed_cost - (totals.billed_parts - totals.billed_part)
-                else totals.billed_part
-            end as decimal(38, 10)
+        rounded.line_id,
+        rounded.attempt_id,
+        rounded.experiment_id,
+        rounded.attribution_method,
+        rounded.confidence,
+        rounded.fully_attributed,
+        rounded.share,
+        first_slice_takes_rest(
+            rounded.fully_attributed and rounded.slice_rank = 1,
+            rounded.line_billed_cost,
+            rounded.billed_parts,
+            rounded.billed_part
         ) as billed_cost,
-        cast(
-            case
-                when totals.fully_attributed and totals.slice_rank = 1
-                    then
-                        totals.line_effective_cost
-                        - (totals.effective_parts - totals.effective_part)
-                else totals.effective_part
-            end as decimal(38, 10)
+        first_slice_takes_rest(
+            rounded.fully_attributed and rounded.slice_rank = 1,
+            rounded.line_effective_cost,
+            rounded.effective_parts,
+            rounded.effective_part
         ) as effective_cost,
-        cast(
-            case
-                when totals.fully_attributed and totals.slice_rank = 1
-                    then totals.line_list_cost - (totals.list_parts - totals.list_part)
-                else totals.list_part
-            end as decimal(38, 10)
+        first_slice_takes_rest(
+            rounded.fully_attributed and rounded.slice_rank = 1,
+            rounded.line_list_cost,
+            rounded.list_parts,
+            rounded.list_part
         ) as list_cost,
-        cast(
-            case
-                when totals.fully_attributed and totals.slice_rank = 1
-                    then totals.line_net_cost - (totals.net_parts - totals.net_part)
-                else totals.net_part
-            end as decimal(38, 10)
-        ) as net_cost
-    from totals
+        first_slice_takes_rest(
+            rounded.fully_attributed and rounded.slice_rank = 1,
+            rounded.line_net_cost,
+            rounded.net_parts,
+            rounded.net_part
+        ) as net_cost,
+        rounded.provider,
+        rounded.billing_account_id,
+        rounded.billing_period,
+        rounded.billing_currency
+    from rounded
+),
+
+final as (
+    select * from tag_slices
+    union all
+    select * from shared_slices
 )
 
 select * from final

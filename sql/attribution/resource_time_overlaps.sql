@@ -1,19 +1,13 @@
--- How long each attempt held an untagged, unsplit line's resource inside the line's charge window.
--- grain: one row per (line_id, attempt_id) with a positive overlap
+-- How long each attempt held a resource inside one charge window, for every line of that resource and window.
+-- grain: one row per (resource_id, charge_period_start, charge_period_end) window an attempt held
+-- Every line of one resource in one charge window has the same overlaps, so they are computed once per
+-- window, never per line (no hash table keyed by line_id). `holders` lists the holders with a positive
+-- overlap; slice_rank 1 (largest overlap, then attempt id) takes a placed line's rounding remainder.
 -- Both sides are cut at hour boundaries and equi-joined on (resource_id, hour_start): a hash join
 -- with only a time-overlap filter goes quadratic on long-lived nodes with many short attempts.
+-- materialized: intermediate (a step of the build, never published: allocation.cost_slices carries its result)
 with cost_lines as (
     select * from normalized.cost_lines
-),
-
-tag_matches as (
-    select tag_matches.line_id from attribution.tag_matches as tag_matches
-),
-
-split_lines as (
-    -- instance lines their pods' split cost places come before resource and time
-    select distinct split_cost_shares.line_id
-    from attribution.split_cost_shares as split_cost_shares
 ),
 
 attempts as (
@@ -41,7 +35,8 @@ held_intervals as (
         coalesce(
             attempt_resources.ended_at, attempts.ended_at, horizon.latest_end
         ) as held_until,
-        coalesce(attempt_resources.gpu_count, attempts.gpu_count) as gpu_count
+        coalesce(attempt_resources.gpu_count, attempts.gpu_count) as gpu_count,
+        attempts.experiment_id
     from attempt_resources
     inner join attempts on attempt_resources.attempt_id = attempts.attempt_id
     cross join horizon
@@ -68,73 +63,114 @@ held_resources as (
     select distinct held_intervals.resource_id from held_intervals
 ),
 
-candidate_lines as (
-    select
-        cost_lines.line_id,
+charge_windows as (
+    -- tagged and split lines are taken out where lines meet windows (line_attributions)
+    select distinct
         cost_lines.resource_id,
         cost_lines.charge_period_start,
         cost_lines.charge_period_end
     from cost_lines
     cross join attribution_settings
     semi join held_resources on cost_lines.resource_id = held_resources.resource_id
-    anti join tag_matches on cost_lines.line_id = tag_matches.line_id
-    anti join split_lines on cost_lines.line_id = split_lines.line_id
     where
         attribution_settings.resource_time
         and cost_lines.charge_period_end > cost_lines.charge_period_start
 ),
 
-line_hours as (
+window_hours as (
     select
-        candidate_lines.*,
+        charge_windows.*,
         unnest(
             range(
-                date_trunc('hour', candidate_lines.charge_period_start),
-                candidate_lines.charge_period_end,
+                date_trunc('hour', charge_windows.charge_period_start),
+                charge_windows.charge_period_end,
                 interval 1 hour
             )
         ) as hour_start
-    from candidate_lines
+    from charge_windows
 ),
 
 hour_overlaps as (
     select
-        line_hours.line_id,
+        window_hours.resource_id,
+        window_hours.charge_period_start,
+        window_hours.charge_period_end,
         held_hours.attempt_id,
+        held_hours.experiment_id,
         held_hours.gpu_count,
         greatest(
             0,
             epoch_us(
                 least(
-                    line_hours.charge_period_end,
+                    window_hours.charge_period_end,
                     held_hours.held_until,
-                    line_hours.hour_start + interval 1 hour
+                    window_hours.hour_start + interval 1 hour
                 )
             )
             - epoch_us(
                 greatest(
-                    line_hours.charge_period_start,
+                    window_hours.charge_period_start,
                     held_hours.held_from,
-                    line_hours.hour_start
+                    window_hours.hour_start
                 )
             )
         ) as overlap_us
-    from line_hours
+    from window_hours
     inner join held_hours
         on
-            line_hours.resource_id = held_hours.resource_id
-            and line_hours.hour_start = held_hours.hour_start
+            window_hours.resource_id = held_hours.resource_id
+            and window_hours.hour_start = held_hours.hour_start
+),
+
+window_overlaps as (
+    select
+        hour_overlaps.resource_id,
+        hour_overlaps.charge_period_start,
+        hour_overlaps.charge_period_end,
+        hour_overlaps.attempt_id,
+        hour_overlaps.experiment_id,
+        cast(sum(hour_overlaps.overlap_us) as bigint) as overlap_us,
+        max(hour_overlaps.gpu_count) as gpu_count
+    from hour_overlaps
+    group by
+        hour_overlaps.resource_id,
+        hour_overlaps.charge_period_start,
+        hour_overlaps.charge_period_end,
+        hour_overlaps.attempt_id,
+        hour_overlaps.experiment_id
+    having sum(hour_overlaps.overlap_us) > 0
+),
+
+ranked as (
+    select
+        window_overlaps.*,
+        row_number() over (
+            partition by
+                window_overlaps.resource_id,
+                window_overlaps.charge_period_start,
+                window_overlaps.charge_period_end
+            order by window_overlaps.overlap_us desc, window_overlaps.attempt_id asc
+        ) as slice_rank
+    from window_overlaps
 ),
 
 final as (
     select
-        hour_overlaps.line_id,
-        hour_overlaps.attempt_id,
-        cast(sum(hour_overlaps.overlap_us) as bigint) as overlap_us,
-        max(hour_overlaps.gpu_count) as gpu_count
-    from hour_overlaps
-    group by hour_overlaps.line_id, hour_overlaps.attempt_id
-    having sum(hour_overlaps.overlap_us) > 0
+        ranked.resource_id,
+        ranked.charge_period_start,
+        ranked.charge_period_end,
+        sum(ranked.overlap_us) as total_overlap_us,
+        array_agg(
+            {
+                'attempt_id': ranked.attempt_id,
+                'experiment_id': ranked.experiment_id,
+                'overlap_us': ranked.overlap_us,
+                'gpu_count': ranked.gpu_count,
+                'slice_rank': ranked.slice_rank
+            }
+        ) as holders
+    from ranked
+    group by ranked.resource_id, ranked.charge_period_start, ranked.charge_period_end
 )
 
 select * from final

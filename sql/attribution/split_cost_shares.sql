@@ -2,6 +2,7 @@
 -- grain: one row per (line_id, attempt_id, experiment_id); both NULL for the pods no known tag places
 -- Only instance usage lines that no tag placed, and whose hour has a pod placed on an attempt or experiment.
 -- Shares are of hour_total = sum over the hour's pods of (split_cost + unused_cost), so they sum to 1.
+-- materialized: intermediate (a step of the build, never published: allocation.cost_slices carries its result)
 with cost_lines as (
     select * from normalized.cost_lines
 ),

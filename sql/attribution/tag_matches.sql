@@ -1,5 +1,6 @@
 -- Cost lines placed by tag: on the attempt an attempt tag names, else on the experiment an experiment tag names.
 -- grain: one row per line_id that a known attempt or experiment tag places
+-- materialized: intermediate (a step of the build, never published: allocation.cost_slices carries its result)
 with tagged_lines as (
     select
         cost_lines.line_id,

@@ -1,5 +1,6 @@
 -- What attribution did not place: whole lines, and the rest of lines placed only in part, with the reason.
 -- grain: one row per line_id not wholly attributed
+-- materialized: intermediate (a step of the build, never published: allocation.cost_slices carries its result)
 with cost_lines as (
     select * from normalized.cost_lines
 ),
@@ -67,7 +68,11 @@ final as (
         cast(
             cost_lines.list_cost - coalesce(placed.list_cost, 0) as decimal(38, 10)
         ) as list_cost,
-        cast(cost_lines.net_cost - coalesce(placed.net_cost, 0) as decimal(38, 10)) as net_cost
+        cast(cost_lines.net_cost - coalesce(placed.net_cost, 0) as decimal(38, 10)) as net_cost,
+        cost_lines.provider,
+        cost_lines.billing_account_id,
+        cost_lines.billing_period,
+        cost_lines.billing_currency
     from cost_lines
     cross join attribution_settings
     left join placed on cost_lines.line_id = placed.line_id

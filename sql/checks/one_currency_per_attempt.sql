@@ -1,7 +1,7 @@
 -- An attempt's cost is summed in one currency: no attempt draws slices from lines billed in two currencies.
 -- grain: one row per (allocation_model, attempt_id) with more than one billing currency
 with cost_allocations as (
-    select * from allocation.cost_allocations
+    select * from allocation.model_slices
 ),
 
 final as (

@@ -1,35 +1,21 @@
--- Shares lie in [0, 1]; a line's attributed shares sum to at most 1, and to 1 where nothing is left over.
--- grain: one row per (allocation_model, line_id) with a share out of range or shares over 1
-with cost_allocations as (
-    select * from allocation.cost_allocations
-),
-
-line_shares as (
-    select
-        cost_allocations.allocation_model,
-        cost_allocations.line_id,
-        min(cost_allocations.share) as smallest_share,
-        max(cost_allocations.share) as largest_share,
-        sum(cost_allocations.share) filter (
-            where cost_allocations.allocation_kind = 'attributed'
-        ) as attributed_shares,
-        count(*) filter (where cost_allocations.allocation_kind = 'unallocated') as remainders,
-        count(*) filter (where cost_allocations.allocation_kind = 'shared') as shared_slices
-    from cost_allocations
-    group by cost_allocations.allocation_model, cost_allocations.line_id
+-- Every slice's share lies in [0, 1].
+-- grain: one row per (allocation_model, line_id, allocation_kind, attempt_id) slice whose share is out of range
+-- A filter over the slices, with no group-by on line_id. That a line's attributed shares sum to at most 1, and
+-- to 1 where nothing is left over, is a per-line sum: its exact form (tests/exact_checks.py) runs in the test
+-- suite on every scenario world, and slices_sum_to_line's checksum sees the money such shares would move.
+with model_slices as (
+    select * from allocation.model_slices
 ),
 
 final as (
-    select line_shares.* from line_shares
-    where
-        line_shares.smallest_share < 0
-        or line_shares.largest_share > 1 + 1e-9
-        or line_shares.attributed_shares > 1 + 1e-9
-        or (
-            line_shares.remainders = 0
-            and line_shares.shared_slices = 0
-            and line_shares.attributed_shares < 1 - 1e-9
-        )
+    select
+        model_slices.allocation_model,
+        model_slices.line_id,
+        model_slices.allocation_kind,
+        model_slices.attempt_id,
+        model_slices.share
+    from model_slices
+    where model_slices.share < 0 or model_slices.share > 1 + 1e-9
 )
 
 select * from final

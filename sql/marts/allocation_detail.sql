@@ -4,7 +4,7 @@
 -- The slices of a line sum exactly to it in each basis and model (FOCUS 1.3 split rules).
 -- materialized: view (a join of two published tables: computed when read, never written)
 with cost_allocations as (
-    select * from allocation.cost_allocations
+    select * from allocation.model_slices
 ),
 
 cost_lines as (

@@ -5,7 +5,7 @@ with attempts as (
 ),
 
 cost_allocations as (
-    select * from allocation.cost_allocations
+    select * from allocation.model_slices
 ),
 
 allocation_models as (

@@ -6,7 +6,7 @@ with attempt_costs as (
 ),
 
 cost_allocations as (
-    select * from allocation.cost_allocations
+    select * from allocation.model_slices
 ),
 
 experiments as (

@@ -9,7 +9,7 @@ with cost_lines as (
 ),
 
 cost_allocations as (
-    select * from allocation.cost_allocations
+    select * from allocation.model_slices
 ),
 
 billing_periods as (

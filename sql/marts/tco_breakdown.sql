@@ -9,7 +9,7 @@
 -- other (tax, credits, anything else). Off the bill: goodput_loss = gpu_compute x (1/G - 1), G the
 -- experiment's GPU-hour weighted goodput_used from marts.attempt_goodput; NULL when G is unknown.
 with cost_allocations as (
-    select * from allocation.cost_allocations
+    select * from allocation.model_slices
 ),
 
 cost_lines as (

@@ -11,8 +11,9 @@
 -- stale_checkpoint_storage: non-volume storage (S3, snapshots) of resources the attempts held, and
 --   storage tagged to an experiment, charged more than stale_checkpoint_days after the last attempt
 --   holding it (or of the experiment) ended: medium (resource link), high (experiment tag).
-with cost_allocations as (
-    select * from allocation.cost_allocations
+with model_slices as (
+    -- the slices without the line's dimensions: each use below joins cost_lines once
+    select * from allocation.model_slices
 ),
 
 cost_lines as (
@@ -37,25 +38,25 @@ settings as (
 
 unplaced as (
     select
-        cost_allocations.line_id,
-        cost_allocations.unallocated_reason,
-        cost_allocations.resource_id,
-        cost_allocations.billing_period,
-        cost_allocations.billing_currency,
-        cost_allocations.effective_cost,
+        model_slices.line_id,
+        model_slices.unallocated_reason,
+        cost_lines.resource_id,
+        model_slices.billing_period,
+        model_slices.billing_currency,
+        model_slices.effective_cost,
         cost_lines.usage_type,
         cost_lines.instance_type,
         cost_lines.charge_period_start,
         cost_lines.charge_period_end,
         (epoch_us(cost_lines.charge_period_end) - epoch_us(cost_lines.charge_period_start))
         / 3600000000.0
-        * coalesce(cost_allocations.effective_cost / nullif(cost_lines.effective_cost, 0), 1) as idle_hours
-    from cost_allocations
-    inner join cost_lines on cost_allocations.line_id = cost_lines.line_id
+        * coalesce(model_slices.effective_cost / nullif(cost_lines.effective_cost, 0), 1) as idle_hours
+    from model_slices
+    inner join cost_lines on model_slices.line_id = cost_lines.line_id
     where
-        cost_allocations.allocation_model = 'marginal'
-        and cost_allocations.allocation_kind = 'unallocated'
-        and cost_allocations.resource_id is not null
+        model_slices.allocation_model = 'marginal'
+        and model_slices.allocation_kind = 'unallocated'
+        and cost_lines.resource_id is not null
 ),
 
 volumes as (
@@ -118,16 +119,16 @@ data_waits as (
 
 gpu_slices as (
     select
-        cost_allocations.attempt_id,
-        cost_allocations.line_id,
-        cost_allocations.billing_period,
-        cost_allocations.billing_currency,
-        cost_allocations.effective_cost
-    from cost_allocations
-    inner join cost_lines on cost_allocations.line_id = cost_lines.line_id
+        model_slices.attempt_id,
+        model_slices.line_id,
+        model_slices.billing_period,
+        model_slices.billing_currency,
+        model_slices.effective_cost
+    from model_slices
+    inner join cost_lines on model_slices.line_id = cost_lines.line_id
     where
-        cost_allocations.allocation_model = 'marginal'
-        and cost_allocations.attempt_id is not null
+        model_slices.allocation_model = 'marginal'
+        and model_slices.attempt_id is not null
         and regexp_matches(coalesce(cost_lines.instance_type, ''), '^(ml\.)?(p[0-9]|g[0-9]|trn|inf|dl)')
 ),
 
@@ -202,30 +203,30 @@ experiment_ends as (
 stale_by_tag as (
     select
         'stale_checkpoint_storage' as finding_type,
-        cost_allocations.experiment_id as subject_id,
+        model_slices.experiment_id as subject_id,
         null as resource_id,
-        cost_allocations.experiment_id,
+        model_slices.experiment_id,
         null as attempt_id,
-        min(cost_allocations.billing_period) as billing_period,
-        min(cost_allocations.billing_currency) as billing_currency,
-        sum(cost_allocations.effective_cost) as effective_cost,
+        min(model_slices.billing_period) as billing_period,
+        min(model_slices.billing_currency) as billing_currency,
+        sum(model_slices.effective_cost) as effective_cost,
         sum(epoch_us(cost_lines.charge_period_end) - epoch_us(cost_lines.charge_period_start)) / 3600000000.0
             as idle_hours,
-        list(distinct cost_allocations.line_id order by cost_allocations.line_id) as evidence_line_ids,
+        list(distinct model_slices.line_id order by model_slices.line_id) as evidence_line_ids,
         'high' as confidence
-    from cost_allocations
-    inner join cost_lines on cost_allocations.line_id = cost_lines.line_id
-    inner join experiment_ends on cost_allocations.experiment_id = experiment_ends.experiment_id
+    from model_slices
+    inner join cost_lines on model_slices.line_id = cost_lines.line_id
+    inner join experiment_ends on model_slices.experiment_id = experiment_ends.experiment_id
     cross join settings
     where
-        cost_allocations.allocation_model = 'marginal'
-        and cost_allocations.attribution_method = 'experiment_tag'
+        model_slices.allocation_model = 'marginal'
+        and model_slices.attribution_method = 'experiment_tag'
         and not experiment_ends.still_running
         and (cost_lines.usage_type like '%TimedStorage%' or cost_lines.usage_type like '%EBS:Snapshot%')
         and cost_lines.charge_period_start
         >= experiment_ends.last_ended_at
         + to_microseconds(cast(settings.stale_checkpoint_days * 86400000000 as bigint))
-    group by cost_allocations.experiment_id
+    group by model_slices.experiment_id
 ),
 
 findings as (

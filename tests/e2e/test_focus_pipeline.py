@@ -91,9 +91,11 @@ def test_tagged_focus_rows_land_on_their_attempts(world) -> None:
     methods = con.execute(
         "select cost_lines.provider, attributions.attribution_method, attributions.attempt_id, "
         "attributions.confidence "
-        "from attribution.line_attributions as attributions "
+        "from allocation.cost_allocations as attributions "
         "join normalized.cost_lines as cost_lines using (line_id) "
-        "where attributions.attempt_id is not null order by all"
+        "where attributions.allocation_model = 'marginal' "
+        "and attributions.allocation_kind = 'attributed' "
+        "and attributions.attempt_id is not null order by all"
     ).fetchall()
     assert methods == [
         ("aws", "tag", "att-1", "billed"),

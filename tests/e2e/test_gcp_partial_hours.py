@@ -42,8 +42,9 @@ def test_usage_seconds_come_from_time_usage_bounded_by_the_window(con) -> None:
 def test_partial_hours_are_placed_exactly(con) -> None:
     placed = dict(
         con.execute(
-            "select attempt_id, sum(billed_cost) from attribution.line_attributions "
-            "where attribution_method = 'resource_time' group by 1"
+            "select attempt_id, sum(billed_cost) from allocation.cost_allocations "
+            "where allocation_model = 'marginal' and attribution_method = 'resource_time' "
+            "group by 1"
         ).fetchall()
     )
     assert placed == {
@@ -60,9 +61,10 @@ def test_partial_hours_are_placed_exactly(con) -> None:
     outside = dict(
         con.execute(
             "select cost_lines.resource_id, unplaced.billed_cost "
-            "from attribution.unattributed_lines as unplaced "
+            "from allocation.cost_allocations as unplaced "
             "join normalized.cost_lines as cost_lines using (line_id) "
-            "where unplaced.unallocated_reason = 'outside_any_attempt'"
+            "where unplaced.allocation_model = 'marginal' "
+            "and unplaced.unallocated_reason = 'outside_any_attempt'"
         ).fetchall()
     )
     assert outside == {"vm-left": D("0.18"), "vm-ram": D("0.04")}

@@ -55,8 +55,8 @@ def test_each_provider_places_its_tagged_lines_on_their_attempts(world) -> None:
             expected[attempt_id] = expected.get(attempt_id, D(0)) + cost
     got = dict(
         con.execute(
-            "select attempt_id, sum(billed_cost) from attribution.line_attributions "
-            "where attribution_method = 'tag' group by 1"
+            "select attempt_id, sum(billed_cost) from allocation.cost_allocations "
+            "where allocation_model = 'marginal' and attribution_method = 'tag' group by 1"
         ).fetchall()
     )
     assert got == expected
@@ -65,8 +65,8 @@ def test_each_provider_places_its_tagged_lines_on_their_attempts(world) -> None:
 def test_the_experiment_tag_and_other_spellings(world) -> None:
     providers, con = world
     experiment = con.execute(
-        "select coalesce(sum(billed_cost), 0) from attribution.line_attributions "
-        "where attribution_method = 'experiment_tag'"
+        "select coalesce(sum(billed_cost), 0) from allocation.cost_allocations "
+        "where allocation_model = 'marginal' and attribution_method = 'experiment_tag'"
     ).fetchone()[0]
     assert experiment == sum((EXPERIMENT_ONLY[name] for name in providers), D(0))
     # a line tagged with another provider's spelling carries no attempt tag at all

@@ -6,6 +6,7 @@ from decimal import Decimal
 
 import pytest
 from builders import at, cur_line, rebuild, records, run_check, sql_models
+from exact_checks import exact_problems
 
 D = Decimal
 CHECKS = sorted(item.name for item in sql_models() if item.layer == "checks")
@@ -32,6 +33,20 @@ CONFIG = {"pools": [{"name": "eks", "selector": "service_name = 'AmazonEKS'", "d
 def clean(build_once):
     """One clean build for the module: (connection, report)."""
     return build_once(LINES, ATTEMPTS, [{"attempt_id": "a2", "resource_id": "i-b"}], config=CONFIG)
+
+
+def corrupt_slices(con, statement: str, params: list | None = None) -> None:
+    """Run ``statement`` on the stored slices with each slice spelled out per model.
+
+    allocation.cost_slices keeps a slice both models share once; the corruption names one model,
+    so the slices are first stored one row per model (what allocation.model_slices reads).
+    """
+    con.execute("create or replace temp table expanded as select * from allocation.model_slices")
+    con.execute(
+        "create or replace table allocation.cost_slices as select allocation_model as "
+        "allocation_models, * exclude (allocation_model) from expanded"
+    )
+    con.execute(statement.replace("allocation_model ", "allocation_models "), params or [])
 
 
 @pytest.fixture
@@ -77,9 +92,10 @@ def test_build_report_lists_every_check(clean):
 
 
 def test_conservation_fails_when_a_slice_is_lost(built):
-    built.execute(
-        "delete from allocation.cost_allocations "
-        "where allocation_model = 'marginal' and allocation_kind = 'unallocated'"
+    corrupt_slices(
+        built,
+        "delete from allocation.cost_slices "
+        "where allocation_model = 'marginal' and allocation_kind = 'unallocated'",
     )
     rebuild(built, "marts.reconciliation")
 
@@ -94,9 +110,10 @@ def test_conservation_fails_when_a_slice_is_lost(built):
 
 
 def test_conservation_fails_when_a_slice_is_inflated(built):
-    built.execute(
-        "update allocation.cost_allocations set list_cost = list_cost + 0.0000000001 "
-        "where allocation_model = 'fully_loaded' and line_id = 0"
+    corrupt_slices(
+        built,
+        "update allocation.cost_slices set list_cost = list_cost + 0.0000000001 "
+        "where allocation_model = 'fully_loaded' and line_id = 0",
     )
     rebuild(built, "marts.reconciliation")
 
@@ -135,9 +152,40 @@ def test_no_double_counting_fails_on_a_duplicate_line(built):
 
     rows = run_check(built, "no_double_counting")
 
-    assert sorted((row["problem"], row["line_key"], row["occurrences"]) for row in rows) == [
-        ("duplicate line_id", "1", 2),
-        ("duplicate source row", "delivery-1:part-0.parquet:1", 2),
+    # four lines, ids 0-3, and five rows: the file holds more lines than ids
+    assert [(row["problem"], row["line_key"], row["occurrences"]) for row in rows] == [
+        ("duplicate line_id", "delivery-1:part-0.parquet", 5)
+    ]
+    assert exact_problems(built)["unique_lines"] == [
+        ("line_id", "1"),
+        ("source row", "delivery-1:part-0.parquet:1"),
+    ]
+
+
+def test_no_double_counting_fails_on_a_file_read_twice(built):
+    # the same file registered again under the next file index: new ids, the same source rows
+    built.execute(
+        "insert into normalized.cost_lines select * replace (line_id + 4294967296 as line_id) "
+        "from normalized.cost_lines"
+    )
+
+    rows = run_check(built, "no_double_counting")
+
+    assert [(row["problem"], row["line_key"]) for row in rows] == [
+        ("file read twice", "delivery-1:part-0.parquet")
+    ]
+
+
+def test_no_double_counting_fails_on_files_sharing_ids(built):
+    built.execute(
+        "insert into normalized.cost_lines select * replace ('part-1.parquet' as source_file) "
+        "from normalized.cost_lines where line_id = 3"
+    )
+
+    rows = run_check(built, "no_double_counting")
+
+    assert [(row["problem"], row["line_key"]) for row in rows] == [
+        ("line ids shared with another file", "delivery-1:part-1.parquet")
     ]
 
 
@@ -173,9 +221,10 @@ def test_one_currency_per_attempt_fails_on_mixed_currencies(build):
 
 
 def test_one_currency_per_attempt_fails_on_a_corrupted_slice(built):
-    built.execute(
-        "update allocation.cost_allocations set billing_currency = 'EUR' "
-        "where allocation_model = 'fully_loaded' and line_id = 0"
+    corrupt_slices(
+        built,
+        "update allocation.cost_slices set billing_currency = 'EUR' "
+        "where allocation_model = 'fully_loaded' and line_id = 0",
     )
 
     rows = run_check(built, "one_currency_per_attempt")
@@ -191,6 +240,25 @@ def test_one_currency_per_attempt_fails_on_a_corrupted_slice(built):
         pytest.param(
             "update {t} set share = -0.25 where line_id = 2 and attempt_id = 'a1'", 2, id="negative"
         ),
+    ],
+)
+def test_shares_in_range_fails(built, corruption, line_id):
+    corrupt_slices(
+        built,
+        corruption.format(t="allocation.cost_slices") + " and allocation_model = 'fully_loaded'",
+    )
+
+    rows = run_check(built, "shares_in_range")
+
+    assert [(row["allocation_model"], row["line_id"]) for row in rows] == [
+        ("fully_loaded", line_id)
+    ]
+    assert exact_problems(built)["shares_per_line"] == [("fully_loaded", line_id)]
+
+
+@pytest.mark.parametrize(
+    ("corruption", "line_id"),
+    [
         pytest.param(
             "update {t} set share = 0.5 where line_id = 1 and allocation_kind = 'attributed'",
             1,
@@ -204,17 +272,15 @@ def test_one_currency_per_attempt_fails_on_a_corrupted_slice(built):
         ),
     ],
 )
-def test_shares_in_range_fails(built, corruption, line_id):
-    built.execute(
-        corruption.format(t="allocation.cost_allocations")
-        + " and allocation_model = 'fully_loaded'"
+def test_share_sums_per_line_are_checked_exactly_in_the_suite(built, corruption, line_id):
+    """A per-line share sum is not a build check (it needs a group-by on line_id)."""
+    corrupt_slices(
+        built,
+        corruption.format(t="allocation.cost_slices") + " and allocation_model = 'fully_loaded'",
     )
 
-    rows = run_check(built, "shares_in_range")
-
-    assert [(row["allocation_model"], row["line_id"]) for row in rows] == [
-        ("fully_loaded", line_id)
-    ]
+    assert run_check(built, "shares_in_range") == []
+    assert exact_problems(built)["shares_per_line"] == [("fully_loaded", line_id)]
 
 
 @pytest.mark.parametrize(
@@ -242,10 +308,40 @@ def test_shares_in_range_fails(built, corruption, line_id):
     ],
 )
 def test_slices_sum_to_line_fails(built, corruption, model, line_id):
-    built.execute(
-        corruption.format(t="allocation.cost_allocations") + " and allocation_model = ?", [model]
+    corrupt_slices(
+        built, corruption.format(t="allocation.cost_slices") + " and allocation_model = ?", [model]
     )
 
     rows = run_check(built, "slices_sum_to_line")
 
-    assert [(row["allocation_model"], row["line_id"]) for row in rows] == [(model, line_id)]
+    # the checksum names the ledger (one account and period here); the exact check, the line
+    assert [(row["allocation_model"], row["billing_period"]) for row in rows] == [
+        (model, "2026-10")
+    ]
+    assert exact_problems(built)["slices_sum_to_line"] == [(model, line_id)]
+
+
+def test_slices_sum_to_line_sees_a_slice_moved_to_another_line(built):
+    # the same cost on line 1 instead of line 0: every total and the reconciliation hold
+    corrupt_slices(
+        built,
+        "update allocation.cost_slices set line_id = 1 "
+        "where line_id = 0 and allocation_model = 'marginal'",
+    )
+
+    rows = run_check(built, "slices_sum_to_line")
+
+    assert [row["allocation_model"] for row in rows] == ["marginal"]
+    assert exact_problems(built)["slices_sum_to_line"] == [("marginal", 0), ("marginal", 1)]
+
+
+def test_the_checksum_cannot_see_a_missing_zero_cost_line(built):
+    """What the header of slices_sum_to_line says it cannot catch; the exact check can."""
+    built.execute(
+        "update normalized.cost_lines set billed_cost = 0, effective_cost = 0, "
+        "list_cost = 0, net_cost = 0 where line_id = 3"
+    )
+    corrupt_slices(built, "delete from allocation.cost_slices where line_id = 3")
+
+    assert run_check(built, "slices_sum_to_line") == []
+    assert exact_problems(built)["slices_sum_to_line"] == [("fully_loaded", 3), ("marginal", 3)]

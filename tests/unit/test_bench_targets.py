@@ -29,15 +29,16 @@ def states(verdicts) -> list[bool | None]:
     return [verdict.met for verdict in verdicts]
 
 
-def test_one_run_judges_throughput_memory_ratios_and_repeats() -> None:
+def test_one_run_judges_memory_ratios_and_repeats() -> None:
     fast = result(
         10_000_000,
         9.0,
+        limit="1536MB",
         peak=1_500,
         identical=True,
         ratios={
-            "pipeline_over_floor": 6.0,
-            "pandas_over_pipeline": 40.0,
+            "pipeline_over_floor_cpu": 25.0,
+            "pandas_over_pipeline_cpu": 12.0,
             "pandas_rss_over_pipeline_rss": 3.0,
         },
     )
@@ -45,15 +46,20 @@ def test_one_run_judges_throughput_memory_ratios_and_repeats() -> None:
     slow = result(
         10_000_000,
         200.0,
+        limit="1536MB",
         peak=3_000,
         identical=False,
         ratios={
-            "pipeline_over_floor": 60.0,
-            "pandas_over_pipeline": 4.0,
-            "pandas_rss_over_pipeline_rss": 3.0,
+            "pipeline_over_floor_cpu": 95.0,
+            "pandas_over_pipeline_cpu": 0.5,
+            "pandas_rss_over_pipeline_rss": 6.0,
         },
     )
     assert states(run_targets(slow)) == [False, False, False, False]
+    # the peak target needs memory_limit=1536MB; the floor ratio is judged at 10M only
+    other = result(1_000_000, 9.0, limit="4GB", ratios={"pipeline_over_floor_cpu": 25.0})
+    assert states(run_targets(other)) == [None, None]
+    assert "shown, not judged" in run_targets(other)[0].measured
     assert states(run_targets(result(1_000, 1.0, peak=10)))[-1] is None, "no earlier run"
 
 
@@ -78,7 +84,8 @@ def test_scaling_100m_and_skew_compare_runs() -> None:
 
 def test_main_reads_result_files(tmp_path: Path, capsys) -> None:
     path = tmp_path / "r.json"
-    path.write_text(json.dumps(result(1_000_000, 2.0, limit=None)), encoding="utf-8")
+    run = result(10_000_000, 2.0, limit="1536MB", peak=3_000)
+    path.write_text(json.dumps(run), encoding="utf-8")
     assert main([str(path)]) == 0
     printed = capsys.readouterr().out
     assert "NOT met" in printed and "not shown" in printed

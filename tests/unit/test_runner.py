@@ -8,10 +8,12 @@ import pytest
 from pipeline.common.errors import ModelError
 from pipeline.config.loader import parse_config
 from pipeline.dag.build import build
-from pipeline.dag.models import discover, order, parse_model
+from pipeline.dag.models import discover, intermediates, order, parse_model
 from pipeline.dag.pools import pool_models
+from pipeline.warehouse.publish import TELEMETRY_VIEWS, table_contents
 
 GOOD = "-- A model.\n-- grain: one row per x\nselect 1 as x"
+HEADER = "-- A.\n-- grain: x\n-- materialized: {}\n"
 
 
 def test_parse_reads_header_grain_and_inputs() -> None:
@@ -39,7 +41,7 @@ def test_parse_reads_header_grain_and_inputs() -> None:
         ("-- A.\n-- grain: x\nselect 1; select 2", "exactly one select statement"),
         ("-- A.\n-- grain: x\ncreate table t (a int)", "exactly one select statement"),
         ("-- A.\n-- grain: x\nselect from where", "SQL does not parse"),
-        ("-- A.\n-- grain: x\n-- materialized: tabel\nselect 1", "`-- materialized: view`"),
+        ("-- A.\n-- grain: x\n-- materialized: tabel\nselect 1", "`view` or `intermediate`"),
         (
             "-- A.\n-- grain: x\n-- materialized: view\nselect * from staging.attempts",
             "staging.attempts is not published",
@@ -61,6 +63,25 @@ def test_a_model_may_be_published_as_a_view() -> None:
         parse_model("staging", "s", header.format("table"))
     shipped = {model.qualified for model in discover() if model.materialization == "view"}
     assert {"normalized.focus", "marts.allocation_detail"} <= shipped
+
+
+def test_an_intermediate_is_built_but_never_published() -> None:
+    step = parse_model("attribution", "step", HEADER.format("intermediate") + "select 1 as x")
+    assert (step.materialization, step.created_as) == ("intermediate", "table")
+    shown = parse_model("marts", "shown", HEADER.format("view") + "select * from attribution.step")
+    with pytest.raises(ModelError, match=r"attribution\.step, which is not published"):
+        order([step, shown])
+    shipped = intermediates(discover())
+    assert {"attribution.line_attributions", "attribution.resource_time_overlaps"} <= shipped
+    assert "allocation.cost_slices" not in shipped and "normalized.cost_lines" not in shipped
+    con = duckdb.connect()
+    con.execute("create schema attribution; create schema marts; create schema staging")
+    for name in TELEMETRY_VIEWS:
+        con.execute(f"create view staging.{name} as select 1 as id")
+    con.execute("create table attribution.step as select 1 as x")
+    con.execute("create table marts.kept as select 2 as x")
+    names = [table.name for table in table_contents(con, hidden=intermediates([step]))]
+    assert "marts.kept" in names and "attribution.step" not in names
 
 
 def test_order_follows_dependencies() -> None:

@@ -26,8 +26,7 @@ class DuckDBEngine:
             self.con.execute(f"create schema if not exists {schema}")
 
     def create(self, model: Model) -> None:
-        kind = model.materialization
-        self.con.execute(f"create or replace {kind} {model.qualified} as\n{model.sql}")
+        self.con.execute(f"create or replace {model.created_as} {model.qualified} as\n{model.sql}")
 
     def check(self, model: Model) -> CheckResult | None:
         cursor = self.con.execute(f"select * from ({model.sql}) limit {CHECK_SAMPLE_ROWS}")

@@ -17,6 +17,7 @@ from pipeline.dag.engines.base import CHECK_SAMPLE_ROWS, CheckResult
 from pipeline.dag.engines.spark_inputs import Inputs, load_inputs
 from pipeline.dag.engines.spark_outputs import write_outputs
 from pipeline.dag.engines.transpile import to_spark, view_name
+from pipeline.dag.models import STORED
 
 if TYPE_CHECKING:
     from pipeline.dag.models import Model
@@ -144,7 +145,7 @@ class SparkEngine:
     def create(self, model: Model) -> None:
         """Build a model; a Spark error is shortened to its message (not the query plan)."""
         frame = self.session.sql(to_spark(model.sql))
-        if model.materialization == "table":
+        if model.materialization in STORED:
             # computed once, like a DuckDB table, instead of re-run by every reader
             frame = frame.localCheckpoint(eager=True)
         self._register(frame, view_name(model.qualified))

@@ -1,0 +1,97 @@
+"""Rules written once and expanded into the models' SQL when a model is parsed.
+
+A macro call in a model looks like a function call, `first_slice_takes_rest(a, b, c, d)`;
+parse_model replaces it with the macro's body, its parameters replaced by the call's arguments
+(each in parentheses). Both engines run the expanded SQL, so a rule means the same in DuckDB
+and in Spark, and `runs/<run_id>/` keeps what ran. Calls inside comments and strings stay as
+they are.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from pipeline.common.errors import ModelError
+
+
+@dataclass(frozen=True)
+class Macro:
+    name: str
+    parameters: tuple[str, ...]
+    body: str
+
+    def expand(self, arguments: list[str], where: str) -> str:
+        if len(arguments) != len(self.parameters):
+            raise ModelError(
+                f"{where}: {self.name}() takes {len(self.parameters)} arguments "
+                f"({', '.join(self.parameters)}), got {len(arguments)}"
+            )
+        values = {
+            name: f"({value.strip()})"
+            for name, value in zip(self.parameters, arguments, strict=True)
+        }
+        return self.body.format(**values)
+
+
+# The rounding remainder: a line split into slices, each rounded to DECIMAL(38, 10), gives the
+# slice that takes the rest (the first by the model's order) the whole amount minus the other
+# slices, so the slices sum exactly to the whole. `parts_total` includes `part`.
+FIRST_SLICE_TAKES_REST = Macro(
+    "first_slice_takes_rest",
+    ("takes_rest", "whole", "parts_total", "part"),
+    "cast(case when {takes_rest} then {whole} - ({parts_total} - {part}) else {part} end "
+    "as decimal(38, 10))",
+)
+
+MACROS = {macro.name: macro for macro in (FIRST_SLICE_TAKES_REST,)}
+_CALL = re.compile(r"\b(" + "|".join(MACROS) + r")\s*\(", re.IGNORECASE)
+
+
+def expand_macros(sql: str, where: str) -> str:
+    """The SQL with every macro call replaced by its body (calls may nest)."""
+    out, position = [], 0
+    while (found := _next_call(sql, position)) is not None:
+        start, name, open_paren = found
+        arguments, end = _arguments(sql, open_paren, where)
+        out.append(sql[position:start])
+        expanded = [expand_macros(argument, where) for argument in arguments]
+        out.append(MACROS[name.lower()].expand(expanded, where))
+        position = end
+    out.append(sql[position:])
+    return "".join(out)
+
+
+def _next_call(sql: str, position: int) -> tuple[int, str, int] | None:
+    for match in _CALL.finditer(sql, position):
+        if not _in_comment_or_string(sql, match.start()):
+            return match.start(), match.group(1), match.end() - 1
+    return None
+
+
+def _in_comment_or_string(sql: str, index: int) -> bool:
+    line_start = sql.rfind("\n", 0, index) + 1
+    before = sql[line_start:index]
+    return "--" in before.replace("'--'", "") or before.count("'") % 2 == 1
+
+
+def _arguments(sql: str, open_paren: int, where: str) -> tuple[list[str], int]:
+    """The top-level comma-separated arguments after ``open_paren``, and the index past ')'."""
+    depth, quoted, current, arguments = 0, False, [], []
+    for index in range(open_paren + 1, len(sql)):
+        char = sql[index]
+        if char == "'":
+            quoted = not quoted
+        elif not quoted and char == "(":
+            depth += 1
+        elif not quoted and char == ")":
+            if depth == 0:
+                arguments.append("".join(current))
+                return arguments, index + 1
+            depth -= 1
+        elif not quoted and char == "," and depth == 0:
+            arguments.append("".join(current))
+            current = []
+            continue
+        current.append(char)
+    raise ModelError(f"{where}: a macro call is not closed with ')'")

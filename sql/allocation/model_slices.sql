@@ -1,0 +1,38 @@
+-- Every slice under each allocation model it belongs to: allocation.cost_slices with its models expanded.
+-- grain: one row per (allocation_model, line_id, allocation_kind, attribution_method, attempt_id, experiment_id,
+-- unallocated_reason)
+-- materialized: view (a slice shared by both models is stored once; the marts read it through this view)
+with cost_slices as (
+    select * from allocation.cost_slices
+),
+
+allocation_models as (
+    select unnest(['marginal', 'fully_loaded']) as allocation_model
+),
+
+final as (
+    select
+        allocation_models.allocation_model,
+        cost_slices.line_id,
+        cost_slices.allocation_kind,
+        cost_slices.attempt_id,
+        cost_slices.experiment_id,
+        cost_slices.attribution_method,
+        cost_slices.confidence,
+        cost_slices.pool_name,
+        cost_slices.unallocated_reason,
+        cost_slices.share,
+        cost_slices.provider,
+        cost_slices.billing_account_id,
+        cost_slices.billing_period,
+        cost_slices.billing_currency,
+        cost_slices.billed_cost,
+        cost_slices.effective_cost,
+        cost_slices.list_cost,
+        cost_slices.net_cost
+    from cost_slices
+    inner join allocation_models
+        on cost_slices.allocation_models in ('both', allocation_models.allocation_model)
+)
+
+select * from final

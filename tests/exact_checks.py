@@ -1,0 +1,85 @@
+"""The exact per-line forms of the checks that run as checksums or filters in a build.
+
+sql/checks/slices_sum_to_line.sql, shares_in_range.sql and no_double_counting.sql avoid a
+group-by on line_id, the largest hash table of a month at scale; their headers say what they
+cannot see. These queries group by line and catch it all. They run on a build database or a
+published runcost.duckdb (both have allocation.model_slices and normalized.cost_lines) in
+tests/e2e/test_core_shape.py for every scenario world, and in tests/sql/test_model_checks.py
+against planted corruptions.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import duckdb
+
+# every line is split whole, once, under each model: its slices sum exactly to it in each basis
+SLICES_SUM_TO_LINE = """
+with slice_totals as (
+    select
+        allocation_model,
+        line_id,
+        sum(billed_cost) as billed_cost,
+        sum(effective_cost) as effective_cost,
+        sum(list_cost) as list_cost,
+        sum(net_cost) as net_cost
+    from allocation.model_slices
+    group by allocation_model, line_id
+)
+select models.allocation_model, lines.line_id
+from normalized.cost_lines as lines
+cross join (select unnest(['marginal', 'fully_loaded']) as allocation_model) as models
+left join slice_totals as totals
+    on lines.line_id = totals.line_id and models.allocation_model = totals.allocation_model
+where totals.line_id is null
+    or totals.billed_cost <> lines.billed_cost
+    or totals.effective_cost <> lines.effective_cost
+    or totals.list_cost <> lines.list_cost
+    or totals.net_cost <> lines.net_cost
+order by all
+"""
+
+# shares in [0, 1]; a line's attributed shares sum to at most 1, and to 1 where nothing is left
+SHARES_PER_LINE = """
+with line_shares as (
+    select
+        allocation_model,
+        line_id,
+        min(share) as smallest_share,
+        max(share) as largest_share,
+        sum(share) filter (where allocation_kind = 'attributed') as attributed_shares,
+        count(*) filter (where allocation_kind = 'unallocated') as remainders,
+        count(*) filter (where allocation_kind = 'shared') as shared_slices
+    from allocation.model_slices
+    group by allocation_model, line_id
+)
+select allocation_model, line_id from line_shares
+where smallest_share < 0
+    or largest_share > 1 + 1e-9
+    or attributed_shares > 1 + 1e-9
+    or (remainders = 0 and shared_slices = 0 and attributed_shares < 1 - 1e-9)
+order by all
+"""
+
+# no line id and no source row twice
+UNIQUE_LINES = """
+select 'line_id' as key, cast(line_id as varchar) as value
+from normalized.cost_lines group by line_id having count(*) > 1
+union all
+select 'source row', concat_ws(':', source_delivery, source_file, source_line)
+from normalized.cost_lines
+group by source_delivery, source_file, source_line having count(*) > 1
+order by all
+"""
+
+EXACT_CHECKS = {
+    "slices_sum_to_line": SLICES_SUM_TO_LINE,
+    "shares_per_line": SHARES_PER_LINE,
+    "unique_lines": UNIQUE_LINES,
+}
+
+
+def exact_problems(con: duckdb.DuckDBPyConnection) -> dict[str, list[tuple[Any, ...]]]:
+    """Rows each exact check finds (every list empty on a sound build)."""
+    return {name: con.execute(sql).fetchall() for name, sql in EXACT_CHECKS.items()}

@@ -1,0 +1,80 @@
+"""Macros expanded at parse time: the rounding-remainder rule is written once."""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal
+
+import duckdb
+import pytest
+
+from pipeline.common.errors import ModelError
+from pipeline.dag.macros import expand_macros
+from pipeline.dag.models import discover, parse_model, sql_root
+
+
+def test_a_call_becomes_the_rule_with_its_arguments() -> None:
+    sql = "select first_slice_takes_rest(rank = 1, whole, f(a, b), part) as cost"
+    assert expand_macros(sql, "x") == (
+        "select cast(case when (rank = 1) then (whole) - ((f(a, b)) - (part)) else (part) end "
+        "as decimal(38, 10)) as cost"
+    )
+
+
+def test_the_rule_gives_the_first_slice_what_rounding_left() -> None:
+    # 1.00 split in three: two slices of 0.3333333333, the first takes 0.3333333334
+    con = duckdb.connect()
+    rows = con.execute(
+        expand_macros(
+            "select first_slice_takes_rest(slice_rank = 1, 1.0, 0.9999999999, 0.3333333333) "
+            "from (select unnest([1, 2, 3]) as slice_rank) order by slice_rank",
+            "x",
+        )
+    ).fetchall()
+    assert [row[0] for row in rows] == [Decimal("0.3333333334"), *[Decimal("0.3333333333")] * 2]
+    assert sum(row[0] for row in rows) == Decimal(1)
+
+
+def test_comments_strings_and_nesting() -> None:
+    sql = (
+        "-- first_slice_takes_rest(a) in a comment\n"
+        "select 'first_slice_takes_rest(a)' as s, "
+        "first_slice_takes_rest(x, first_slice_takes_rest(y, 1, 2, 3), 'a,b', p) as t"
+    )
+    out = expand_macros(sql, "x")
+    assert out.startswith(
+        "-- first_slice_takes_rest(a) in a comment\nselect 'first_slice_takes_rest(a)'"
+    )
+    assert out.count("case when") == 2 and "('a,b')" in out
+
+
+@pytest.mark.parametrize(
+    ("sql", "message"),
+    [
+        ("select first_slice_takes_rest(a, b) as x", r"takes 4 arguments .* got 2"),
+        ("select first_slice_takes_rest(a, b, c, d as x", "not closed"),
+    ],
+)
+def test_a_bad_call_names_the_model(sql: str, message: str) -> None:
+    with pytest.raises(ModelError, match=message) as caught:
+        parse_model("allocation", "m", f"-- M.\n-- grain: x\n{sql}")
+    assert "allocation.m" in str(caught.value)
+
+
+def test_the_remainder_rule_is_written_once() -> None:
+    """No model spells `whole - (parts - part)` itself; three call the macro."""
+    spelled = re.compile(r"-\s*\(\s*[\w.]+_parts\s*-\s*[\w.]+_part\s*\)")
+    copies = [
+        path.name for path in sql_root().rglob("*.sql") if spelled.search(path.read_text("utf-8"))
+    ]
+    assert copies == []
+    callers = sorted(
+        model.qualified
+        for model in discover()
+        if "first_slice_takes_rest(" in (model.path.read_text("utf-8") if model.path else "")
+    )
+    assert callers == [
+        "allocation.pool_shares",
+        "allocation.split_unused_shares",
+        "attribution.line_attributions",
+    ]
