@@ -12,6 +12,7 @@ from pathlib import Path
 
 import duckdb
 
+from bench.disk import DiskSampler
 from bench.plan import check_plan
 from pipeline.common.duck import connect, literal
 from pipeline.dag.models import LAYERS, parse_model, sql_root
@@ -68,7 +69,8 @@ def pipeline_child(args) -> dict:
     reset_peak()
     started = time.perf_counter()
     cpu_started = cpu_seconds()
-    result = run_pipeline(config, progress)
+    with DiskSampler(config.warehouse, lambda: str(current[0])) as disk:
+        result = run_pipeline(config, progress)
     total = time.perf_counter() - started
     close_segment()
     stages = {name: result.stage_seconds.get(name, 0.0) for name in ("ingest", "telemetry")}
@@ -97,6 +99,7 @@ def pipeline_child(args) -> dict:
         "published": published,
         "row_counts": result.row_counts,
         "snapshot_bytes": sum(p.stat().st_size for p in result.snapshot.rglob("*.parquet")),
+        "disk_peaks": disk.result(),
         "correct": not problems and plan["ok"],
         "problems": problems,
         "plan": plan,

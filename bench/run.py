@@ -236,6 +236,15 @@ def render(result: dict) -> str:
         f"{result['rows_per_second']:>12,.0f} "
         f"{pipe['peak_rss_mb']:>12,.0f}"
     )
+    disk = pipe.get("disk_peaks", {})
+    if disk:
+        lines.append(
+            "peak disk: "
+            + ", ".join(
+                f"{name} {peak['bytes'] / 2**20:,.0f} MB ({peak['stage']})"
+                for name, peak in disk.items()
+            )
+        )
     if "floor" in result:
         floor = result["floor"]
         lines.append(

@@ -44,7 +44,19 @@ FIRST_SLICE_TAKES_REST = Macro(
     "as decimal(38, 10))",
 )
 
-MACROS = {macro.name: macro for macro in (FIRST_SLICE_TAKES_REST,)}
+# A line's id, unique across sources without a lookup: the source's range (0 AWS CUR 2.0, 1 the
+# Google Cloud billing export, 2 FOCUS files) times 2^56, plus the file's index among the
+# delivered files times 2^32, plus the line's row in its file (from 1).
+LINE_ID = Macro(
+    "line_id_of",
+    ("source_range", "file_index", "source_line"),
+    "({source_range} * 72057594037927936 + {file_index} * 4294967296 + {source_line})",
+)
+
+# The file a line id came from (its range and file index): equal for every line of one file.
+FILE_OF_LINE = Macro("file_of_line_id", ("line_id",), "({line_id} // 4294967296)")
+
+MACROS = {macro.name: macro for macro in (FIRST_SLICE_TAKES_REST, LINE_ID, FILE_OF_LINE)}
 _CALL = re.compile(r"\b(" + "|".join(MACROS) + r")\s*\(", re.IGNORECASE)
 
 

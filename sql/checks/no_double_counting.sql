@@ -1,7 +1,7 @@
 -- No cost line counts twice: line ids are unique, each source file is read once, no split-cost pod row is in the bill.
 -- grain: one row per source file whose line ids collide or repeat, or per split-cost row in the bill
--- A line id is (file index x 2^32 + row number in the file), so ids repeat only when a file is read twice or two
--- files share an index; both show per file, without a group-by on line_id: a file whose ids span two file
+-- A line id is line_id_of(source range, file index, row in the file), so ids repeat only when a file is read
+-- twice or two files share an index; both show per file, without a group-by on line_id: a file whose ids span two file
 -- indexes, more lines than ids in its range, or an id range overlapping another file's. (A row repeated inside
 -- a file while other rows of it are missing, keeping the count within the range, is not seen here: ingest
 -- refuses repeated rows and files, and the exact per-line check runs in the test suite, tests/exact_checks.py.)
@@ -40,8 +40,8 @@ file_problems as (
     select
         case
             when
-                ordered_files.first_line_id // 4294967296
-                <> ordered_files.last_line_id // 4294967296
+                file_of_line_id(ordered_files.first_line_id)
+                <> file_of_line_id(ordered_files.last_line_id)
                 then 'file read twice'
             when
                 ordered_files.line_count
@@ -53,7 +53,7 @@ file_problems as (
         ordered_files.line_count as occurrences
     from ordered_files
     where
-        ordered_files.first_line_id // 4294967296 <> ordered_files.last_line_id // 4294967296
+        file_of_line_id(ordered_files.first_line_id) <> file_of_line_id(ordered_files.last_line_id)
         or ordered_files.line_count > ordered_files.last_line_id - ordered_files.first_line_id + 1
         or ordered_files.first_line_id <= ordered_files.earlier_last_line_id
 ),

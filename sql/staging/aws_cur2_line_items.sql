@@ -8,7 +8,7 @@ with source as (
 
 renamed as (
     select
-        source.file_index * 4294967296 + source.source_line as line_id,
+        line_id_of(0, source.file_index, source.source_line) as line_id,
         source.delivery_id as source_delivery,
         source.source_file,
         source.source_line,

@@ -10,7 +10,7 @@ with source as (
 -- noqa: disable=CP02
 renamed as (
     select
-        2 * 72057594037927936 + source.file_index * 4294967296 + source.source_line as line_id,
+        line_id_of(2, source.file_index, source.source_line) as line_id,
         source.export_name as source_name,
         source.delivery_id as source_delivery,
         source.source_file,

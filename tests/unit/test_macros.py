@@ -78,3 +78,44 @@ def test_the_remainder_rule_is_written_once() -> None:
         "allocation.split_unused_shares",
         "attribution.line_attributions",
     ]
+
+
+def test_line_ids_are_disjoint_per_source_and_name_their_file() -> None:
+    """line_id_of gives each source its range and each file its block; file_of_line_id undoes it."""
+    sql = expand_macros(
+        "select source_range, file_index, source_line, "
+        "line_id_of(source_range, file_index, source_line) as line_id, "
+        "file_of_line_id(line_id_of(source_range, file_index, source_line)) as file_key "
+        "from (select unnest([0, 1, 2]) as source_range), "
+        "(select unnest([0, 1, 65535]) as file_index), "
+        "(select unnest([1, 4294967295]) as source_line)",
+        "x",
+    )
+    rows = duckdb.connect().execute(sql).fetchall()
+    assert len({row[3] for row in rows}) == len(rows) == 18  # no two (source, file, row) collide
+    for source_range, file_index, source_line, line_id, file_key in rows:
+        assert line_id == source_range * 2**56 + file_index * 2**32 + source_line
+        assert file_key == source_range * 2**24 + file_index  # one key per file, whatever the row
+
+
+def test_the_line_id_rule_is_written_once() -> None:
+    """No model multiplies by 2^32 itself: the staging models call line_id_of."""
+    copies = [
+        path.name for path in sql_root().rglob("*.sql") if "4294967296" in path.read_text("utf-8")
+    ]
+    assert copies == []
+    callers = sorted(
+        model.qualified
+        for model in discover()
+        if model.path and "line_id_of(" in _without_comments(model.path.read_text("utf-8"))
+    )
+    assert callers == [
+        "staging.aws_cur2_line_items",
+        "staging.aws_cur2_split_line_items",
+        "staging.focus_line_items",
+        "staging.gcp_billing_line_items",
+    ]
+
+
+def _without_comments(sql: str) -> str:
+    return "\n".join(line.split("--", 1)[0] for line in sql.splitlines())
