@@ -5,8 +5,9 @@ CTE that the query references more than once: it copies the relation into a temp
 before the query runs and reads that copy at each reference. For an import CTE the copy holds
 the whole relation (`normalized.cost_lines`, every slice), costs a write and, under a fixed
 `memory_limit`, spills; reading the relation again at each reference costs one scan, with its
-filters and projections pushed into it. At 10M line items `marts.waste_findings` took 18.0 CPU
-s with its imports materialized and 6.1 inlined (docs/performance.md).
+filters and projections pushed into it. At 10M line items `marts.waste_findings` took 13.4 CPU
+s with its imports materialized and 6.7 inlined, 28.7 and 9.9 with `memory_limit=800MB`
+(docs/performance.md).
 
 So parse_model marks each import CTE `as not materialized`. A CTE that computes something (a
 join, a filter, an aggregate, a window) keeps DuckDB's choice: computing it once is what the
@@ -38,15 +39,25 @@ _COMPUTING_CLAUSES = (
 
 
 def import_ctes(statement: exp.Expression) -> list[str]:
-    """The names of the statement's top-level CTEs that only read one relation."""
+    """The names of the statement's top-level CTEs that only read one relation (a table or
+    view of the build, not another CTE)."""
     found = statement.args.get("with") or statement.args.get("with_")
     if found is None:
         return []
+    names = {cte.alias for cte in found.expressions}
     return [
         cte.alias
         for cte in found.expressions
-        if cte.args.get("materialized") is None and is_import(cte.this)
+        if cte.args.get("materialized") is None
+        and is_import(cte.this)
+        and not _reads_a_cte(cte.this, names)
     ]
+
+
+def _reads_a_cte(query: exp.Expression, names: set[str]) -> bool:
+    """`select * from renamed`: one step of the model itself, not a relation it imports."""
+    source = (query.args.get("from") or query.args.get("from_")).this
+    return not source.db and source.name in names
 
 
 def is_import(query: exp.Expression) -> bool:
