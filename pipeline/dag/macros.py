@@ -56,26 +56,7 @@ LINE_ID = Macro(
 # The file a line id came from (its range and file index): equal for every line of one file.
 FILE_OF_LINE = Macro("file_of_line_id", ("line_id",), "({line_id} // 4294967296)")
 
-# A DOUBLE as DECIMAL(38, 10) by its shortest decimal form (0.1 is 0.1, not 0.1000000000000000055):
-# the value's text, read as a DECIMAL. Writing and parsing text costs about 0.2 CPU s per column
-# per 1M values, so a value takes the direct cast when that cast is provably the same number:
-# below 2^18 a DOUBLE's neighbours are less than 1e-10 apart, so at most one number of 10
-# decimals reads back as the value, and when the direct cast reads back as the value it is
-# that number, which is also what the text gives. Anything else (larger, more decimals, NaN)
-# goes through the text.
-DECIMAL_OF_DOUBLE = Macro(
-    "decimal_of_double",
-    ("value",),
-    "(case when abs({value}) < 262144 "
-    "and cast(cast({value} as decimal(38, 10)) as double) = {value} "
-    "then cast({value} as decimal(38, 10)) "
-    "else cast(cast({value} as varchar) as decimal(38, 10)) end)",
-)
-
-MACROS = {
-    macro.name: macro
-    for macro in (FIRST_SLICE_TAKES_REST, LINE_ID, FILE_OF_LINE, DECIMAL_OF_DOUBLE)
-}
+MACROS = {macro.name: macro for macro in (FIRST_SLICE_TAKES_REST, LINE_ID, FILE_OF_LINE)}
 _CALL = re.compile(r"\b(" + "|".join(MACROS) + r")\s*\(", re.IGNORECASE)
 
 

@@ -45,26 +45,27 @@ renamed as (
         source.resource_tags,
         source.split_line_item_parent_resource_id as split_parent_resource_id,
         source.reservation_reservation_a_r_n as reservation_arn,
-        decimal_of_double(source.line_item_unblended_cost) as unblended_cost,
-        decimal_of_double(source.line_item_net_unblended_cost) as net_unblended_cost,
-        decimal_of_double(source.pricing_public_on_demand_cost) as public_on_demand_cost,
-        decimal_of_double(source.savings_plan_savings_plan_effective_cost)
+        cast(cast(source.line_item_unblended_cost as varchar) as decimal(38, 10)) as unblended_cost,
+        cast(cast(source.line_item_net_unblended_cost as varchar) as decimal(38, 10)) as net_unblended_cost,
+        cast(cast(source.pricing_public_on_demand_cost as varchar) as decimal(38, 10)) as public_on_demand_cost,
+        cast(cast(source.savings_plan_savings_plan_effective_cost as varchar) as decimal(38, 10))
             as savings_plan_effective_cost,
-        decimal_of_double(source.savings_plan_net_savings_plan_effective_cost)
+        cast(cast(source.savings_plan_net_savings_plan_effective_cost as varchar) as decimal(38, 10))
             as savings_plan_net_effective_cost,
-        decimal_of_double(source.savings_plan_total_commitment_to_date)
+        cast(cast(source.savings_plan_total_commitment_to_date as varchar) as decimal(38, 10))
             as savings_plan_total_commitment_to_date,
-        decimal_of_double(source.savings_plan_used_commitment) as savings_plan_used_commitment,
-        decimal_of_double(source.reservation_effective_cost) as reservation_effective_cost,
-        decimal_of_double(source.reservation_net_effective_cost)
+        cast(cast(source.savings_plan_used_commitment as varchar) as decimal(38, 10)) as savings_plan_used_commitment,
+        cast(cast(source.reservation_effective_cost as varchar) as decimal(38, 10)) as reservation_effective_cost,
+        cast(cast(source.reservation_net_effective_cost as varchar) as decimal(38, 10))
             as reservation_net_effective_cost,
-        decimal_of_double(source.reservation_unused_amortized_upfront_fee_for_billing_period)
+        cast(cast(source.reservation_unused_amortized_upfront_fee_for_billing_period as varchar) as decimal(38, 10))
             as reservation_unused_amortized_upfront_fee,
-        decimal_of_double(source.reservation_net_unused_amortized_upfront_fee_for_billing_period)
-            as reservation_net_unused_amortized_upfront_fee,
-        decimal_of_double(source.reservation_unused_recurring_fee)
+        cast(
+            cast(source.reservation_net_unused_amortized_upfront_fee_for_billing_period as varchar) as decimal(38, 10)
+        ) as reservation_net_unused_amortized_upfront_fee,
+        cast(cast(source.reservation_unused_recurring_fee as varchar) as decimal(38, 10))
             as reservation_unused_recurring_fee,
-        decimal_of_double(source.reservation_net_unused_recurring_fee)
+        cast(cast(source.reservation_net_unused_recurring_fee as varchar) as decimal(38, 10))
             as reservation_net_unused_recurring_fee
     from source
 ),

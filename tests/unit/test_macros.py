@@ -7,9 +7,6 @@ from decimal import Decimal
 
 import duckdb
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-from test_precision import MONEY_DOUBLES
 
 from pipeline.common.errors import ModelError
 from pipeline.dag.macros import expand_macros
@@ -122,41 +119,3 @@ def test_the_line_id_rule_is_written_once() -> None:
 
 def _without_comments(sql: str) -> str:
     return "\n".join(line.split("--", 1)[0] for line in sql.splitlines())
-
-
-@settings(max_examples=60, deadline=None)
-@given(st.lists(MONEY_DOUBLES, min_size=1, max_size=200))
-def test_decimal_of_double_is_the_decimal_of_the_text(amounts: list[float]) -> None:
-    con = duckdb.connect()
-    con.execute("create table t (d double)")
-    con.executemany("insert into t values (?)", [[amount] for amount in amounts])
-    cheap = expand_macros("decimal_of_double(d)", "test")
-    text = "cast(cast(d as varchar) as decimal(38, 10))"
-    differ = con.execute(f"select d from t where {cheap} is distinct from {text}").fetchall()
-    assert differ == []
-
-
-def test_bill_amounts_take_the_direct_cast() -> None:
-    # what makes the rule cheap: cents and 10-decimal amounts below 2^18 never go through text
-    cheap = expand_macros("decimal_of_double(d)", "test")
-    direct = cheap.split(" then ")[0].removeprefix("(case when ")
-    amounts = "[0.01, 12.3456, 262143.5, -7.0000000001, 0.1234567891]::double[]"
-    con = duckdb.connect()
-    taken = con.execute(f"select bool_and({direct}) from (select unnest({amounts}) as d)")
-    assert taken.fetchone()[0] is True
-
-
-def test_decimal_of_double_keeps_the_texts_rounding_and_its_errors() -> None:
-    con = duckdb.connect()
-    cheap = expand_macros("decimal_of_double(d)", "test")
-    values = "[0.1, 1234567.123456789, -5e-11, 262143.99999999997, 9.99999999995, null]::double[]"
-    assert con.execute(f"select {cheap} from (select unnest({values}) as d)").fetchall() == [
-        (Decimal("0.1000000000"),),
-        (Decimal("1234567.1234567890"),),
-        (Decimal("-0.0000000001"),),
-        (Decimal("262144.0000000000"),),
-        (Decimal("10.0000000000"),),
-        (None,),
-    ]
-    with pytest.raises(duckdb.ConversionException):
-        con.execute(f"select {cheap} from (select 'nan'::double as d)").fetchall()
