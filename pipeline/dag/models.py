@@ -12,6 +12,7 @@ import sqlglot
 from sqlglot import expressions as exp
 
 from pipeline.common.errors import ModelError
+from pipeline.dag.ctes import inline_imports
 from pipeline.dag.macros import expand_macros
 
 LAYERS = ("staging", "normalized", "attribution", "allocation", "marts", "checks")
@@ -86,6 +87,7 @@ def parse_model(layer: str, name: str, sql: str, path: Path | None = None) -> Mo
     if len(statements) != 1 or not isinstance(statements[0], exp.Query):
         raise ModelError(f"{where}: a model must be exactly one select statement")
     inputs = _inputs(statements[0])
+    sql = inline_imports(sql, statements[0])
     return Model(
         layer=layer,
         name=name,

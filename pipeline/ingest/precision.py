@@ -19,15 +19,30 @@ def rounding(
     DOUBLE counts by its shortest form (0.1 is 0.1) and text keeps every digit."""
     if not values:
         return 0, None
+    listed = ", ".join(f"{value} as value_{index}" for index, value in enumerate(values))
+    kinds = [row[1] for row in con.execute(f"describe select {listed} from {source}").fetchall()]
     exact = " union all ".join(
-        f"select try_cast(cast({value} as varchar) as decimal(38, 20)) as exact from {source}"
-        for value in values
+        f"select try_cast(cast({value} as varchar) as decimal(38, 20)) as exact "
+        f"from {source}{_more_than_ten_places(value, kind)}"
+        for value, kind in zip(values, kinds, strict=True)
     )
     count, largest = con.execute(
         "select count(*) filter (where difference <> 0), max(difference) from (select "
         f"abs(exact - cast(exact as decimal(38, 10))) as difference from ({exact}))"
     ).fetchone()
     return int(count), (largest if count else None)
+
+
+def _more_than_ten_places(value: str, kind: str) -> str:
+    """A filter that drops DOUBLEs with 10 decimal places or fewer, cheaply: a DOUBLE that
+    reads back from DECIMAL(38, 10) as itself has a form with 10 places, so its shortest form
+    has no more. Only the rest are written as text (0.2 CPU s per column per 1M values)."""
+    if kind != "DOUBLE":
+        return ""
+    return (
+        f" where not coalesce(cast(try_cast({value} as decimal(38, 10)) as double) = {value}, "
+        "false)"
+    )
 
 
 def note_rounding(

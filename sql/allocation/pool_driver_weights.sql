@@ -134,6 +134,13 @@ request_totals as (
     group by requested.pool_order, requested.window_start, requested.window_end
 ),
 
+cost_weighted_attempts as (
+    -- only a cost_weighted pool reads the attempts' line costs: without one, nothing is joined
+    select distinct candidates.attempt_id
+    from candidates
+    where candidates.driver = 'cost_weighted'
+),
+
 attempt_line_costs as (
     select
         line_attributions.attempt_id,
@@ -145,7 +152,7 @@ attempt_line_costs as (
         line_attributions.net_cost
     from line_attributions
     inner join cost_lines on line_attributions.line_id = cost_lines.line_id
-    where line_attributions.attempt_id is not null
+    semi join cost_weighted_attempts on line_attributions.attempt_id = cost_weighted_attempts.attempt_id
 ),
 
 attributed_costs as (

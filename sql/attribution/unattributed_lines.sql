@@ -32,15 +32,23 @@ held_resources as (
 ),
 
 placed as (
+    -- what the slices of lines placed only in part add up to; a wholly placed line is not
+    -- aggregated at all (the anti join below drops it by its id alone)
     select
         line_attributions.line_id,
-        bool_or(line_attributions.fully_attributed) as fully_attributed,
         sum(line_attributions.billed_cost) as billed_cost,
         sum(line_attributions.effective_cost) as effective_cost,
         sum(line_attributions.list_cost) as list_cost,
         sum(line_attributions.net_cost) as net_cost
     from line_attributions
+    where not line_attributions.fully_attributed
     group by line_attributions.line_id
+),
+
+wholly_placed as (
+    select line_attributions.line_id
+    from line_attributions
+    where line_attributions.fully_attributed
 ),
 
 final as (
@@ -79,7 +87,7 @@ final as (
     left join split_lines on cost_lines.line_id = split_lines.line_id
     left join held_resources on cost_lines.resource_id = held_resources.resource_id
     left join excluded_lines on cost_lines.line_id = excluded_lines.line_id
-    where placed.line_id is null or not placed.fully_attributed
+    anti join wholly_placed on cost_lines.line_id = wholly_placed.line_id
 )
 
 select * from final

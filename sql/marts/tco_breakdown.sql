@@ -33,13 +33,11 @@ categories as (
         unnest([1, 2, 3, 4, 5, 6, 7, 8, 9]) as category_order
 ),
 
-classified as (
+line_categories as (
+    -- each line's category, computed before the join: the join's hash table holds the line id
+    -- and a short category, not the four columns the category is read from
     select
-        cost_allocations.allocation_model,
-        cost_allocations.experiment_id,
-        cost_allocations.billing_period,
-        cost_allocations.billing_currency,
-        cost_allocations.effective_cost,
+        cost_lines.line_id,
         case
             when cost_lines.provider_line_type in ('SavingsPlanRecurringFee', 'RIFee') then 'idle_capacity'
             when cost_lines.service_name like 'AWSSupport%' or cost_lines.service_name = 'AWSDeveloperSupport'
@@ -61,8 +59,19 @@ classified as (
                 then 'other_compute'
             else 'other'
         end as cost_category
+    from cost_lines
+),
+
+classified as (
+    select
+        cost_allocations.allocation_model,
+        cost_allocations.experiment_id,
+        cost_allocations.billing_period,
+        cost_allocations.billing_currency,
+        cost_allocations.effective_cost,
+        line_categories.cost_category
     from cost_allocations
-    inner join cost_lines on cost_allocations.line_id = cost_lines.line_id
+    inner join line_categories on cost_allocations.line_id = line_categories.line_id
     where cost_allocations.experiment_id is not null
 ),
 

@@ -10,6 +10,8 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from test_gcp_files import config, row, write_ndjson
 from test_ingest_aws import EXPORT, config_for, cur_table, write_export
 
@@ -58,3 +60,25 @@ def test_gcp_money_and_credits_beyond_10_decimals_are_logged(
         "a.json: 2 money values carry more than 10 decimal places (largest rounding "
         "difference 0.00000000001234)" in caplog.text
     )
+
+
+# DOUBLEs a bill carries: cents and fractions of them, long decimals, large amounts, values
+# next to the 2^18 bound of decimal_of_double, and any finite DOUBLE of a plausible size
+MONEY_DOUBLES = st.one_of(
+    st.decimals(min_value=-(10**9), max_value=10**9, places=10).map(float),
+    st.decimals(min_value=-(10**6), max_value=10**6, places=4).map(float),
+    st.floats(min_value=-1e15, max_value=1e15, allow_nan=False, allow_infinity=False),
+    st.floats(min_value=262143.0, max_value=262145.0),
+    st.floats(min_value=-1e-6, max_value=1e-6),
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(MONEY_DOUBLES, min_size=1, max_size=200))
+def test_the_cheap_filter_counts_what_the_text_counts(amounts: list[float]) -> None:
+    con = duckdb.connect()
+    con.execute("create table t (d double)")
+    con.executemany("insert into t values (?)", [[amount] for amount in amounts])
+    # the same value as VARCHAR takes no filter: every row is read through its text
+    texts = "(select cast(d as varchar) as d from t)"
+    assert rounding(con, "t", ["d"]) == rounding(con, texts, ["d"])

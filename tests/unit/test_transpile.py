@@ -91,6 +91,16 @@ def test_qualified_names() -> None:
     )
 
 
+def test_cte_hints() -> None:
+    assert (
+        to_spark(
+            "with a as not materialized (select * from t), b as materialized (select 1 as x) "
+            "select * from a, b"
+        )
+        == "WITH a AS (SELECT * FROM t), b AS (SELECT 1 AS x) SELECT * FROM a, b"
+    )
+
+
 def test_division_as_double() -> None:
     assert to_spark("select a / b from t") == "SELECT CAST(a AS DOUBLE) / CAST(b AS DOUBLE) FROM t"
     assert to_spark("select cast(a as double) / 2 from t") == (

@@ -305,9 +305,21 @@ def local_to_instant(tree: exp.Expression) -> exp.Expression:
     return tree
 
 
+def cte_hints(tree: exp.Expression) -> exp.Expression:
+    """`x as not materialized (...)` -> `x as (...)`: Spark SQL has no materialization hints.
+
+    parse_model adds the hint to import CTEs (pipeline/dag/ctes.py); Spark plans each
+    reference to a CTE itself.
+    """
+    for cte in tree.find_all(exp.CTE):
+        cte.set("materialized", None)
+    return tree
+
+
 # applied in this order to the DuckDB syntax tree, before sqlglot writes Spark SQL
 REWRITES: tuple[tuple[str, Rewrite], ...] = (
     ("qualified_names", qualified_names),
+    ("cte_hints", cte_hints),
     ("qualify_as_subquery", qualify_as_subquery),
     ("zipped_unnests", zipped_unnests),
     ("ordered_lists", ordered_lists),
