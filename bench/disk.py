@@ -1,8 +1,10 @@
 """Disk a run needs: the peak of its build database, its spill files and the whole warehouse.
 
 A thread samples the warehouse every few seconds while the pipeline runs in this process. The
-build database is runs/<run>/build.duckdb (and its WAL); the spill is runs/<run>/tmp, DuckDB's
-temp_directory. Peaks between two samples are missed, so the interval bounds the error.
+build database is runs/<run>/build.duckdb (and its WAL) with the published Parquet the build
+wrote (runs/<run>/tmp/published from DuckDB, tmp/outputs from Spark); the spill is the rest of
+runs/<run>/tmp, DuckDB's temp_directory. Peaks between two samples are missed, so the
+interval bounds the error.
 """
 
 from __future__ import annotations
@@ -63,8 +65,12 @@ def usage(warehouse: Path) -> dict[str, int]:
             except OSError:  # removed between listing and stat (a spill file, a pruned snapshot)
                 continue
             sizes["warehouse"] += size
-            if parts[:1] == ("runs",) and len(parts) >= 3 and parts[2] == "tmp":
+            if parts[:1] != ("runs",) or len(parts) < 2:
+                continue
+            if parts[2:4] in (("tmp", "published"), ("tmp", "outputs")):
+                sizes["build_database"] += size  # the build's tables, written as Parquet
+            elif parts[2:3] == ("tmp",):
                 sizes["spill"] += size
-            elif parts[:1] == ("runs",) and name.startswith("build.duckdb"):
+            elif name.startswith("build.duckdb"):
                 sizes["build_database"] += size
     return sizes

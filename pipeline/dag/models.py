@@ -23,11 +23,16 @@ _GRAIN = re.compile(r"^--\s*grain:\s*\S", re.MULTILINE)
 # `-- materialized: view` publishes a model as a view over the published tables instead of
 # materializing and writing it: for wide projections and joins of tables that are published
 # anyway; `-- materialized: intermediate` builds a table later models read, never published:
-# for per-line steps whose content the published tables already carry (docs/performance.md)
+# for per-line steps whose content the published tables already carry (docs/performance.md);
+# `-- materialized: parquet` is a published table the DuckDB build writes once, from its query,
+# as the snapshot's Parquet and reads through a view: for a wide per-line table, whose DuckDB
+# copy would cost more to write than the Parquet (normalized.cost_lines, allocation.cost_slices)
 _MATERIALIZED = re.compile(r"^--\s*materialized:\s*(\S*)", re.MULTILINE)
-MATERIALIZATIONS = ("table", "view", "intermediate")
+MATERIALIZATIONS = ("table", "view", "intermediate", "parquet")
 # materializations the engines compute once and store in the build
-STORED = ("table", "intermediate")
+STORED = ("table", "intermediate", "parquet")
+# materializations published as tables (Parquet in the snapshot)
+PUBLISHED_TABLES = ("table", "parquet")
 
 
 def sql_root() -> Path:
@@ -118,7 +123,8 @@ def _materialized(sql: str, layer: str, where: str) -> str:
         return "table"
     if len(found) > 1 or found[0] not in MATERIALIZATIONS:
         raise ModelError(
-            f"{where}: write one header line `-- materialized: table`, `view` or `intermediate`"
+            f"{where}: write one header line `-- materialized: table`, `view`, `intermediate` "
+            "or `parquet`"
             f" (found {', '.join(repr(item) for item in found)})"
         )
     if layer in ("staging", "checks"):

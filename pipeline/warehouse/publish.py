@@ -6,7 +6,6 @@ import hashlib
 import json
 import logging
 import os
-import re
 import shutil
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
@@ -24,13 +23,13 @@ from pipeline.warehouse.commit import (
     switch,
     write_failure,
 )
+from pipeline.warehouse.parquet import write_parquet
 from pipeline.warehouse.snapshots import (
     DATABASE_NAME,
     HASH_ALGORITHM,
     KEEP_SNAPSHOTS,
     SNAPSHOT_RECORD,
     prune,
-    sql_path,
     sync_directory,
     sync_file,
     sync_tree,
@@ -45,10 +44,6 @@ from pipeline.warehouse.views import (
 
 PUBLISHED_SCHEMAS = ("config", "normalized", "attribution", "allocation", "marts")
 TELEMETRY_VIEWS = ("attempts", "attempt_resources", "attempt_events", "experiments")
-# up to this many billing periods, publish copies each one with a filter (see _copy_table)
-MAX_FILTERED_PARTITIONS = 4
-SAFE_PARTITION = re.compile(r"[0-9A-Za-z_-]+")
-LOSSY_TYPES = {"HUGEINT": "DECIMAL(38, 0)", "UHUGEINT": "DECIMAL(38, 0)"}
 
 Checkpoint = Callable[[str], None]
 log = logging.getLogger("runcost")
@@ -253,59 +248,7 @@ def _copy_table(con: duckdb.DuckDBPyConnection, table: TableContent, staging: Pa
     if table.files is not None:
         shutil.move(table.files, target)  # a rename when both are on one filesystem
         return
-    options = "format parquet, compression zstd"
-    query = _parquet_query(table)
-    if not table.partition_by:
-        con.execute(f"copy ({query}) to '{sql_path(target)}' ({options})")
-        return
-    # hive layout, one folder per billing period: a dashboard reads only the periods it asks for
-    values = _partition_values(con, table)
-    if values is None:
-        # PARTITION_BY buffers rows per partition; flushing at one row group (not 512k rows)
-        # halved peak memory at 5 M rows over 6 periods (1.1 GB -> 0.5 GB)
-        con.execute("set partitioned_write_flush_threshold = 122880")
-        options += f", partition_by ({table.partition_by}), filename_pattern 'part_{{i}}'"
-        con.execute(f"copy ({query}) to '{sql_path(target)}' ({options})")
-        return
-    # a few plain folder-name values (a night has one or two open periods): one filtered copy
-    # per period writes the same layout as PARTITION_BY for a third less CPU (its per-partition
-    # buffering is the cost: 5.7 -> 3.8 CPU s for 2.8 M allocation slices)
-    column = table.partition_by
-    for value in values:
-        folder = target / f"{column}={value}"
-        folder.mkdir(parents=True, exist_ok=True)
-        con.execute(
-            f'copy (select * exclude ("{column}") from ({query}) where "{column}" = ?) '
-            f"to '{sql_path(folder / 'part_0.parquet')}' ({options})",
-            [value],
-        )
-
-
-def _partition_values(con: duckdb.DuckDBPyConnection, table: TableContent) -> list[str] | None:
-    """The partition values when each can name a folder as it is and there are a few."""
-    values = [
-        row[0]
-        for row in con.execute(
-            f'select distinct "{table.partition_by}"::varchar from {table.source}'
-        ).fetchall()
-    ]
-    if len(values) > MAX_FILTERED_PARTITIONS or not all(
-        value is not None and SAFE_PARTITION.fullmatch(value) for value in values
-    ):
-        return None
-    return sorted(values)
-
-
-def _parquet_query(table: TableContent) -> str:
-    # Parquet has no 128-bit integer (DuckDB would write HUGEINT as DOUBLE and lose digits):
-    # store it as DECIMAL(38, 0); the view casts it back
-    if not any(kind in LOSSY_TYPES for _, kind in table.columns):
-        return f"select * from {table.source}"
-    columns = ", ".join(
-        f'"{name}"::{LOSSY_TYPES[kind]} as "{name}"' if kind in LOSSY_TYPES else f'"{name}"'
-        for name, kind in table.columns
-    )
-    return f"select {columns} from {table.source}"
+    write_parquet(con, table.source, table.columns, target, table.partition_by)
 
 
 def _tables(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str]]:

@@ -42,8 +42,13 @@ class PublishedView:
 
 def relative_path(table: TableContent) -> Path:
     """Where a table lives inside a snapshot folder: schema/name.parquet, or a hive folder."""
-    schema, name = table.name.split(".", 1)
-    return Path(schema) / (name if table.partition_by else f"{name}.parquet")
+    return layout_path(table.name, partitioned=table.partition_by is not None)
+
+
+def layout_path(qualified: str, partitioned: bool) -> Path:
+    """schema/name.parquet, or the hive folder schema/name of a table with billing periods."""
+    schema, name = qualified.split(".", 1)
+    return Path(schema) / (name if partitioned else f"{name}.parquet")
 
 
 def write_views(
@@ -74,7 +79,7 @@ def _write_views(
         for schema in sorted(schemas):
             views.execute(f"create schema if not exists {schema}")
         for table in contents:
-            views.execute(f"create view {table.name} as {_typed_query(views, location, table)}")
+            views.execute(f"create view {table.name} as {typed_query(views, location, table)}")
         for view in published:  # in model order: a view may read one made before it
             views.execute(f"create view {view.name} as\n{view.sql}")
         views.execute(
@@ -100,7 +105,8 @@ def view_location(database: Path, folder: Path) -> str:
         return str(folder.absolute())
 
 
-def _typed_query(views: duckdb.DuckDBPyConnection, location: str, table: TableContent) -> str:
+def typed_query(views: duckdb.DuckDBPyConnection, location: str, table: TableContent) -> str:
+    """A select of ``table``'s Parquet under ``location`` with the columns and types it had."""
     query = _view_query(location, table)
     read = {str(row[0]): str(row[1]) for row in views.execute(f"describe {query}").fetchall()}
     if all(read.get(name) == kind for name, kind in table.columns):

@@ -1,6 +1,7 @@
 -- Every cost line split into slices, each stored once for the allocation models it belongs to.
 -- grain: one row per (allocation_models, line_id, allocation_kind, attribution_method, attempt_id,
 -- experiment_id, unallocated_reason)
+-- materialized: parquet (written once, as the published Parquet; the marts read it through a view)
 -- allocation_models is 'both' (attributed slices, and a rest no pool takes), 'marginal' or 'fully_loaded';
 -- allocation.model_slices expands it. Only the line's ledger keys are carried (provider, account, period,
 -- currency), from the attribution steps, never by a join on line_id; allocation.cost_allocations adds the

@@ -1,5 +1,7 @@
 -- Provider-neutral cost lines with FOCUS 1.2 meanings and the four cost bases, money DECIMAL(38, 10).
 -- grain: one row per billed line item (line_id), every provider
+-- materialized: parquet (written once, as the published Parquet, and read by the build through a view:
+-- storing its 43 text columns as a DuckDB table cost more CPU than computing and writing the Parquet)
 -- Each provider's staging.<provider>_cost_lines view emits these columns in this order; line ids are
 -- disjoint by construction (each source owns a range: AWS CUR 2.0 ids are below 2^56, the Google
 -- Cloud billing export's start at 2^56, FOCUS files' at 2 * 2^56).

@@ -41,7 +41,7 @@ def test_parse_reads_header_grain_and_inputs() -> None:
         ("-- A.\n-- grain: x\nselect 1; select 2", "exactly one select statement"),
         ("-- A.\n-- grain: x\ncreate table t (a int)", "exactly one select statement"),
         ("-- A.\n-- grain: x\nselect from where", "SQL does not parse"),
-        ("-- A.\n-- grain: x\n-- materialized: tabel\nselect 1", "`view` or `intermediate`"),
+        ("-- A.\n-- grain: x\n-- materialized: tabel\nselect 1", "`intermediate` or `parquet`"),
         (
             "-- A.\n-- grain: x\n-- materialized: view\nselect * from staging.attempts",
             "staging.attempts is not published",

@@ -2,31 +2,64 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import duckdb
 
 from pipeline.dag.engines.base import CHECK_SAMPLE_ROWS, CheckResult
+from pipeline.warehouse.parquet import partition_values, write_parquet
+from pipeline.warehouse.views import PARTITION_COLUMN, TableContent, layout_path, typed_query
 
 if TYPE_CHECKING:
     from pipeline.dag.models import Model
 
 
 class DuckDBEngine:
-    """Builds models with CREATE VIEW / CREATE TABLE on one DuckDB connection."""
+    """Builds models with CREATE VIEW / CREATE TABLE on one DuckDB connection.
+
+    With a ``scratch`` folder, a `-- materialized: parquet` model is written once, from its
+    query, as the Parquet the snapshot publishes (under scratch/published, in the snapshot's
+    layout), and the build reads it through a view: publish moves the files instead of copying
+    a table (``published_files``). Without one, such a model is a table, as in tests.
+    """
 
     name = "duckdb"
     errors: tuple[type[BaseException], ...] = (duckdb.Error,)
 
-    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
+    def __init__(self, con: duckdb.DuckDBPyConnection, scratch: Path | None = None) -> None:
         self.con = con
+        self.scratch = scratch
+        self.published_files: dict[str, Path] = {}
 
     def prepare(self, schemas: tuple[str, ...]) -> None:
         for schema in schemas:
             self.con.execute(f"create schema if not exists {schema}")
 
     def create(self, model: Model) -> None:
+        if model.materialization == "parquet" and self.scratch is not None:
+            self.published_files[model.qualified] = self._write(model, self.scratch / "published")
+            return
         self.con.execute(f"create or replace {model.created_as} {model.qualified} as\n{model.sql}")
+
+    def _write(self, model: Model, folder: Path) -> Path:
+        """Write the model's rows once as published Parquet; the build's view reads them."""
+        bound = self.con.sql(model.sql)  # binding computes nothing: the model's columns and types
+        columns = tuple(
+            (str(name), str(kind)) for name, kind in zip(bound.columns, bound.types, strict=True)
+        )
+        source = f"(\n{model.sql}\n)"
+        values = None
+        if PARTITION_COLUMN in bound.columns:
+            values = partition_values(self.con, source, PARTITION_COLUMN)
+        partition_by = PARTITION_COLUMN if values else None
+        target = folder / layout_path(model.qualified, partitioned=partition_by is not None)
+        rows = write_parquet(self.con, source, columns, target, partition_by, values)
+        table = TableContent(model.qualified, model.qualified, columns, rows, "", target)
+        location = str(folder.absolute())
+        query = typed_query(self.con, location, table)
+        self.con.execute(f"create or replace view {model.qualified} as {query}")
+        return target
 
     def check(self, model: Model) -> CheckResult | None:
         cursor = self.con.execute(f"select * from ({model.sql}) limit {CHECK_SAMPLE_ROWS}")
@@ -38,7 +71,7 @@ class DuckDBEngine:
         return CheckResult(columns, rows, total)
 
     def finish(self, con: duckdb.DuckDBPyConnection, models: list[Model]) -> dict[str, int] | None:
-        return None  # the models are tables of the build database already
+        return None  # the models are tables of the build database already, or its Parquet
 
     def close(self) -> None:
         return None

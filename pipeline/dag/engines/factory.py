@@ -12,9 +12,13 @@ from pipeline.dag.engines.duckdb_engine import DuckDBEngine
 
 
 def open_engine(config: Config, con: duckdb.DuckDBPyConnection, scratch: Path) -> Engine:
-    """DuckDB on ``con`` (default), or a Spark session fed the raw.* and config.* of ``con``."""
+    """DuckDB on ``con`` (default), or a Spark session fed the raw.* and config.* of ``con``.
+
+    Both write published Parquet under ``scratch``: DuckDB the `-- materialized: parquet` models,
+    Spark every published table.
+    """
     if config.engine == "duckdb":
-        return DuckDBEngine(con)
+        return DuckDBEngine(con, scratch)
     from pipeline.dag.engines.spark import SparkEngine, open_session
 
     session, owned = open_session(config.spark, scratch)

@@ -17,7 +17,7 @@ from pipeline.dag.engines.base import CHECK_SAMPLE_ROWS, CheckResult
 from pipeline.dag.engines.spark_inputs import Inputs, load_inputs
 from pipeline.dag.engines.spark_outputs import write_outputs
 from pipeline.dag.engines.transpile import to_spark, view_name
-from pipeline.dag.models import STORED
+from pipeline.dag.models import PUBLISHED_TABLES, STORED
 
 if TYPE_CHECKING:
     from pipeline.dag.models import Model
@@ -169,7 +169,7 @@ class SparkEngine:
         ``with_views``: also the models published as views (a catalog has no runcost.duckdb to
         hold the views, so they are written as tables there).
         """
-        kinds = ("table", "view") if with_views else ("table",)
+        kinds = (*PUBLISHED_TABLES, "view") if with_views else PUBLISHED_TABLES
         names = [
             model.qualified
             for model in models

@@ -1,0 +1,89 @@
+"""A relation written as Parquet in the snapshot's layout: one file, or a hive folder per period.
+
+Publish writes every built table this way, and the DuckDB engine writes the models that are
+published straight from their query (`-- materialized: parquet`) this way during the build.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import duckdb
+
+from pipeline.warehouse.snapshots import sql_path
+
+# up to this many billing periods, a copy per period with a filter (see write_parquet)
+MAX_FILTERED_PARTITIONS = 4
+SAFE_PARTITION = re.compile(r"[0-9A-Za-z_-]+")
+LOSSY_TYPES = {"HUGEINT": "DECIMAL(38, 0)", "UHUGEINT": "DECIMAL(38, 0)"}
+OPTIONS = "format parquet, compression zstd"
+
+
+def partition_values(con: duckdb.DuckDBPyConnection, source: str, column: str) -> list:
+    """Every value of ``column`` in ``source`` as text (None for NULL), sorted; [] when empty."""
+    rows = con.execute(f'select distinct "{column}"::varchar from {source}').fetchall()
+    return sorted((row[0] for row in rows), key=lambda value: (value is None, value or ""))
+
+
+def write_parquet(
+    con: duckdb.DuckDBPyConnection,
+    source: str,
+    columns: tuple[tuple[str, str], ...],
+    target: Path,
+    partition_by: str | None,
+    values: list | None = None,
+) -> int:
+    """Write ``source`` (a relation, or a query in brackets) to ``target``; the rows written.
+
+    ``partition_by``: a hive folder at ``target`` with a folder per value of that column,
+    ``values`` those values when known already; otherwise one file at ``target``.
+    """
+    target.parent.mkdir(parents=True, exist_ok=True)
+    query = parquet_query(source, columns)
+    if not partition_by:
+        return _count(con.execute(f"copy ({query}) to '{sql_path(target)}' ({OPTIONS})"))
+    # hive layout, one folder per billing period: a dashboard reads only the periods it asks for
+    values = partition_values(con, source, partition_by) if values is None else values
+    if len(values) > MAX_FILTERED_PARTITIONS or not all(
+        value is not None and SAFE_PARTITION.fullmatch(value) for value in values
+    ):
+        # PARTITION_BY buffers rows per partition; flushing at one row group (not 512k rows)
+        # halved peak memory at 5 M rows over 6 periods (1.1 GB -> 0.5 GB)
+        con.execute("set partitioned_write_flush_threshold = 122880")
+        options = f"{OPTIONS}, partition_by ({partition_by}), filename_pattern 'part_{{i}}'"
+        return _count(con.execute(f"copy ({query}) to '{sql_path(target)}' ({options})"))
+    # a few plain folder-name values (a night has one or two open periods): one filtered copy
+    # per period writes the same layout as PARTITION_BY for a third less CPU (its per-partition
+    # buffering is the cost: 5.7 -> 3.8 CPU s for 2.8 M allocation slices)
+    rows = 0
+    for value in values:
+        folder = target / f"{partition_by}={value}"
+        folder.mkdir(parents=True, exist_ok=True)
+        rows += _count(
+            con.execute(
+                f'copy (select * exclude ("{partition_by}") from ({query}) '
+                f'where "{partition_by}" = ?) '
+                f"to '{sql_path(folder / 'part_0.parquet')}' ({OPTIONS})",
+                [value],
+            )
+        )
+    return rows
+
+
+def parquet_query(source: str, columns: tuple[tuple[str, str], ...]) -> str:
+    """``source`` with the types Parquet cannot hold cast to ones it can."""
+    # Parquet has no 128-bit integer (DuckDB would write HUGEINT as DOUBLE and lose digits):
+    # store it as DECIMAL(38, 0); the view casts it back
+    if not any(kind in LOSSY_TYPES for _, kind in columns):
+        return f"select * from {source}"
+    listed = ", ".join(
+        f'"{name}"::{LOSSY_TYPES[kind]} as "{name}"' if kind in LOSSY_TYPES else f'"{name}"'
+        for name, kind in columns
+    )
+    return f"select {listed} from {source}"
+
+
+def _count(cursor: duckdb.DuckDBPyConnection) -> int:
+    row = cursor.fetchone()
+    return int(row[0]) if row else 0

@@ -1,0 +1,124 @@
+"""`-- materialized: parquet`: a published table written once from its query, in the snapshot's
+layout; the build reads it through a view and publish moves the files instead of copying."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from pipeline.dag.build import build
+from pipeline.dag.engines.duckdb_engine import DuckDBEngine
+from pipeline.dag.models import discover, parse_model
+from pipeline.warehouse import publish as publish_module
+from pipeline.warehouse.publish import content_hash, publish, table_contents
+from pipeline.warehouse.snapshots import DATABASE_NAME, open_database, snapshot_record
+
+LINES = """-- Lines.
+-- grain: one row per line_id
+-- materialized: parquet
+with numbers as (select unnest(range({rows})) as i)
+
+select
+    numbers.i as line_id,
+    {period} as billing_period,
+    (numbers.i * 1.25)::decimal(38, 10) as billed_cost,
+    (numbers.i::hugeint * 10000000000000000000000000000000000) as big,
+    map(['team'], ['ml']) as tags,
+    timestamptz '2026-10-01 00:00:00+00' as charge_start
+from numbers"""
+
+TOTALS = """-- Totals.
+-- grain: one row per billing_period
+select lines.billing_period, sum(lines.billed_cost) as billed_cost, sum(lines.big) as big
+from normalized.lines as lines
+group by lines.billing_period"""
+
+SIX = "'2026-0' || (1 + numbers.i % 6)::varchar"
+CASES = {
+    # (period expression, rows): the files of the layout, relative to normalized/
+    "two periods: a filtered copy each": (
+        "case when numbers.i < 3 then '2026-09' else '2026-10' end",
+        7,
+        [
+            "lines/billing_period=2026-09/part_0.parquet",
+            "lines/billing_period=2026-10/part_0.parquet",
+        ],
+    ),
+    "six periods: PARTITION_BY": (
+        SIX,
+        12,
+        [f"lines/billing_period=2026-0{month}/part_0.parquet" for month in range(1, 7)],
+    ),
+    "no rows: one plain file": ("'2026-10'", 0, ["lines.parquet"]),
+}
+
+
+def _models(period: str, rows: int) -> list:
+    return [
+        parse_model("normalized", "lines", LINES.format(period=period, rows=rows)),
+        parse_model("marts", "totals", TOTALS),
+    ]
+
+
+def _connect() -> duckdb.DuckDBPyConnection:
+    con = duckdb.connect()
+    con.execute("set TimeZone = 'UTC'")
+    con.execute("create schema staging")
+    for name in publish_module.TELEMETRY_VIEWS:
+        con.execute(f"create view staging.{name} as select 1 as id where false")
+    return con
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_written_once_read_through_a_view_and_moved_by_publish(tmp_path: Path, case: str) -> None:
+    period, rows, files = CASES[case]
+    as_table = _connect()
+    build(as_table, _models(period, rows))  # no scratch folder: a table, as in tests
+    assert as_table.execute(
+        "select table_type from information_schema.tables where table_name = 'lines'"
+    ).fetchone() == ("BASE TABLE",)
+
+    con = _connect()
+    engine = DuckDBEngine(con, tmp_path / "scratch")
+    build(engine, _models(period, rows))
+    written = tmp_path / "scratch" / "published" / "normalized"
+    assert sorted(str(path.relative_to(written)) for path in written.rglob("*.parquet")) == files
+    assert set(engine.published_files) == {"normalized.lines"}
+    assert con.execute(
+        "select table_type from information_schema.tables where table_name = 'lines'"
+    ).fetchone() == ("VIEW",)
+    for name in ("normalized.lines", "marts.totals"):
+        # same columns, types (HUGEINT cast back), rows and order-independent hash as a table
+        assert content_hash(con, name) == content_hash(as_table, name), name
+
+    contents = table_contents(con, engine.published_files)
+    snapshot = publish(con, tmp_path / "warehouse", "20261101T000000Z-aaaaaa", contents)
+    assert not any(written.rglob("*.parquet")), "moved into the snapshot, not copied"
+    moved = snapshot.folder / "normalized"
+    assert sorted(str(path.relative_to(moved)) for path in moved.rglob("*.parquet")) == files
+    record = snapshot_record(snapshot.folder)["tables"]["normalized.lines"]
+    assert record["rows"] == rows
+    assert record["partition_by"] == ("billing_period" if rows else None)
+    published = open_database(tmp_path / "warehouse" / DATABASE_NAME)
+    assert content_hash(published, "normalized.lines") == content_hash(as_table, "normalized.lines")
+    published.close()
+
+
+def test_a_table_without_billing_periods_is_one_file(tmp_path: Path) -> None:
+    model = parse_model(
+        "normalized", "plain", "-- Plain.\n-- grain: x\n-- materialized: parquet\nselect 1 as x"
+    )
+    engine = DuckDBEngine(_connect(), tmp_path)
+    build(engine, [model])
+    assert engine.published_files == {
+        "normalized.plain": tmp_path / "published" / "normalized" / "plain.parquet"
+    }
+    assert engine.con.execute("select x from normalized.plain").fetchall() == [(1,)]
+
+
+def test_the_per_line_tables_are_written_once_as_parquet() -> None:
+    shipped = {model.qualified for model in discover() if model.materialization == "parquet"}
+    assert shipped == {"normalized.cost_lines", "allocation.cost_slices"}
+    assert parse_model("normalized", "x", LINES.format(period="'a'", rows=1)).created_as == "table"
