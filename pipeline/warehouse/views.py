@@ -22,7 +22,8 @@ class TableContent:
     columns: tuple[tuple[str, str], ...]
     rows: int
     content_hash: str
-    files: Path | None = None  # Parquet an engine (Spark) wrote in this layout: moved, not copied
+    files: Path | None = None  # Parquet a build wrote in this layout (Spark, or a DuckDB
+    # `-- materialized: parquet` model): moved into the snapshot, not copied
 
     @property
     def partition_by(self) -> str | None:
