@@ -65,9 +65,23 @@ IN_RESOURCE_PARTITION = Macro(
     f"(hash({{resource_id}}) % {PARTITIONS} = {PARTITION})",
 )
 
+# A slice of allocation.cost_slices belongs to an allocation model: its allocation_models is
+# 'both' or that model's name (a slice the two models share is stored once).
+IN_ALLOCATION_MODEL = Macro(
+    "in_allocation_model",
+    ("allocation_models", "allocation_model"),
+    "({allocation_models} in ('both', {allocation_model}))",
+)
+
 MACROS = {
     macro.name: macro
-    for macro in (FIRST_SLICE_TAKES_REST, LINE_ID, FILE_OF_LINE, IN_RESOURCE_PARTITION)
+    for macro in (
+        FIRST_SLICE_TAKES_REST,
+        LINE_ID,
+        FILE_OF_LINE,
+        IN_RESOURCE_PARTITION,
+        IN_ALLOCATION_MODEL,
+    )
 }
 _CALL = re.compile(r"\b(" + "|".join(MACROS) + r")\s*\(", re.IGNORECASE)
 
