@@ -87,6 +87,7 @@ def pipeline_child(args) -> dict:
         "total_seconds": total,
         "stage_seconds": result.stage_seconds,
         "model_seconds": result.report.seconds,
+        "partitions": result.report.partitions,
         "stages": {
             name: {
                 "seconds": seconds,

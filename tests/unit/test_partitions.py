@@ -6,6 +6,7 @@ import duckdb
 import pytest
 
 from pipeline.common.errors import ModelError
+from pipeline.dag.build import build
 from pipeline.dag.engines.duckdb_engine import DuckDBEngine
 from pipeline.dag.models import discover, parse_model
 from pipeline.dag.partitions import (
@@ -38,10 +39,10 @@ select * from final
 """
 
 
-def _uses(con: duckdb.DuckDBPyConnection, resources: int = 500) -> None:
-    con.execute("create schema source")
+def _uses(con: duckdb.DuckDBPyConnection, resources: int = 500, schema: str = "source") -> None:
+    con.execute(f"create schema if not exists {schema}")
     con.execute(
-        "create table source.uses as select 'i-' || (i % $1) as resource_id, i // $1 as hour, "
+        f"create table {schema}.uses as select 'i-' || (i % $1) as resource_id, i // $1 as hour, "
         "i * 7 % 3600 as seconds from range($1 * 6) as t(i)",
         [resources],
     )
@@ -127,3 +128,13 @@ def test_a_forgotten_pass_fails_to_bind_instead_of_building_a_wrong_table() -> N
 def test_the_shipped_overlaps_are_built_in_passes() -> None:
     (overlaps,) = [m for m in discover() if m.qualified == "attribution.resource_time_overlaps"]
     assert overlaps.sql.count("__runcost_partition__") == 2  # the held hours and the windows
+
+
+def test_the_build_reports_the_passes_it_took() -> None:
+    con = duckdb.connect()
+    _uses(con, schema="config")  # a build reads only models and sources
+    sql = HELD.format(materialized="intermediate").replace("source.uses", "config.uses")
+    model = parse_model("attribution", "held", sql)
+    report = build(DuckDBEngine(con, partitions=3), [model])
+    assert report.partitions == {"attribution.held": 3}
+    assert len(_rows(con, "attribution.held")) == 3000
