@@ -16,6 +16,7 @@ from bench.disk import DiskSampler
 from bench.plan import check_plan
 from pipeline.common.duck import connect, literal
 from pipeline.dag.models import LAYERS, parse_model, sql_root
+from pipeline.dag.partitions import pass_sql
 from pipeline.warehouse.snapshots import open_database, reader_settings
 
 BASES = ("billed_cost", "effective_cost", "list_cost", "net_cost")
@@ -86,6 +87,7 @@ def pipeline_child(args) -> dict:
         "total_seconds": total,
         "stage_seconds": result.stage_seconds,
         "model_seconds": result.report.seconds,
+        "partitions": result.report.partitions,
         "stages": {
             name: {
                 "seconds": seconds,
@@ -145,7 +147,7 @@ def _snapshot_plan(database: Path) -> list[dict]:
     """EXPLAIN the resource+time join model over the published tables (views over Parquet)."""
     path = sql_root() / "attribution" / "resource_time_overlaps.sql"
     model = parse_model("attribution", path.stem, path.read_text(encoding="utf-8"), path)
-    sql = model.sql
+    sql = pass_sql(model.sql, 1, 0)  # the plan of one pass (pipeline.dag.partitions)
     # staging telemetry views are published as telemetry.<name>; the rest under their own name
     sources = {name: name.replace("staging.", "telemetry.", 1) for name in model.inputs}
     con = connect(settings=reader_settings(database))  # the views' paths: see reader_settings

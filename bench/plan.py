@@ -11,6 +11,7 @@ import duckdb
 from pipeline.config.loader import load_config
 from pipeline.dag.build import build
 from pipeline.dag.models import discover
+from pipeline.dag.partitions import pass_sql
 from pipeline.dag.pools import pool_models
 from pipeline.ingest.aws_cur2 import ingest_aws_exports
 from pipeline.run.settings import write_settings
@@ -35,7 +36,8 @@ def join_plan(config_path: Path) -> list[dict[str, Any]]:
         (target,) = [model for model in models if model.qualified == JOIN_MODEL]
         needed = {"staging", "normalized"}
         build(con, [m for m in models if m.layer in needed or m.qualified in target.inputs])
-        text = con.execute(f"explain (format json) {target.sql}").fetchall()[0][1]
+        sql = pass_sql(target.sql, 1, 0)  # the plan of one pass (pipeline.dag.partitions)
+        text = con.execute(f"explain (format json) {sql}").fetchall()[0][1]
     finally:
         con.close()
     return json.loads(text)

@@ -18,7 +18,9 @@ import duckdb  # noqa: E402
 
 from bench.baselines import cpu_seconds, peak_mb, reset_peak  # noqa: E402
 from pipeline.config.loader import load_config  # noqa: E402
+from pipeline.dag.engines.duckdb_engine import DuckDBEngine  # noqa: E402
 from pipeline.dag.models import discover, order  # noqa: E402
+from pipeline.dag.partitions import pass_sql  # noqa: E402
 from pipeline.dag.pools import pool_models  # noqa: E402
 from pipeline.ingest.aws_cur2 import ingest_aws_exports  # noqa: E402
 from pipeline.run.settings import write_settings  # noqa: E402
@@ -32,6 +34,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--database", default=":memory:", help="build database (default memory)")
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--memory-limit", default=None)
+    parser.add_argument(
+        "--partitions", type=int, default=None, help="resource-hash passes (default: by memory)"
+    )
     parser.add_argument("--analyze", action="append", default=[], help="model to EXPLAIN ANALYZE")
     parser.add_argument("--sql-root", type=Path, default=None, help="models from this folder")
     args = parser.parse_args(argv)
@@ -48,6 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     register_sources(con, deliveries, load_telemetry(config.telemetry))
     for schema in ("staging", "normalized", "attribution", "allocation", "marts"):
         con.execute(f"create schema if not exists {schema}")
+    engine = DuckDBEngine(con, partitions=args.partitions)
     total = total_cpu = 0.0
     for model in order(discover(args.sql_root) + pool_models(config)):
         reset_peak()
@@ -55,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
         if model.materialization == "check":
             con.execute(f"select count(*) from ({model.sql})").fetchall()
         else:
-            con.execute(f"create or replace {model.created_as} {model.qualified} as\n{model.sql}")
+            engine.create(model)  # partitioned models in passes, as a run builds them
         seconds, cpu = time.perf_counter() - started, cpu_seconds() - cpu
         total += seconds
         total_cpu += cpu
@@ -70,7 +76,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _select(model) -> str:
-    return model.sql if model.created_as != "table" else f"select * from ({model.sql})"
+    sql = pass_sql(model.sql, 1, 0)  # one pass of a partitioned model
+    return sql if model.created_as != "table" else f"select * from ({sql})"
 
 
 if __name__ == "__main__":

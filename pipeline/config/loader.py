@@ -74,6 +74,7 @@ class Config:
     allocation_exclude: str = DEFAULT_EXCLUDE
     memory_limit: str | None = None
     threads: int | None = None
+    resource_partitions: int | None = None  # None: as many as memory_limit needs
     lock_timeout_seconds: float = 600.0
     raw_retention_days: int = 90
     aws_endpoint_url: str | None = None
@@ -111,6 +112,7 @@ _SECTIONS: dict[str, set[str]] = {
         "path",
         "memory_limit",
         "threads",
+        "resource_partitions",
         "lock_timeout_seconds",
         "raw_retention_days",
         *PERIOD_WAREHOUSE_KEYS,
@@ -183,6 +185,15 @@ def parse_config(data: dict[str, Any], base: Path, path: Path | None = None) -> 
     threads = warehouse.get("threads")
     if threads is not None and (not isinstance(threads, int) or threads < 1):
         raise ConfigError(f"{where}: warehouse.threads must be a whole number of at least 1")
+    partitions = warehouse.get("resource_partitions")
+    if partitions is not None and (
+        isinstance(partitions, bool) or not isinstance(partitions, int) or not 1 <= partitions <= 64
+    ):
+        raise ConfigError(
+            f"{where}: warehouse.resource_partitions must be a whole number from 1 to 64 (the "
+            "passes attribution takes, one slice of the resources each), or left out to let "
+            "memory_limit choose"
+        )
     lock_timeout = warehouse.get("lock_timeout_seconds", 600)
     if (
         isinstance(lock_timeout, bool)
@@ -266,6 +277,7 @@ def parse_config(data: dict[str, Any], base: Path, path: Path | None = None) -> 
         allocation_exclude=allocation_exclude,
         memory_limit=memory_limit,
         threads=threads,
+        resource_partitions=partitions,
         lock_timeout_seconds=float(lock_timeout),
         raw_retention_days=retention,
         aws_endpoint_url=endpoint_url,

@@ -16,9 +16,11 @@ from pipeline.dag.models import LAYERS, Model, order
 
 @dataclass
 class BuildReport:
-    """What a build did: seconds per model, and the rows each check returned."""
+    """What a build did: seconds per model, the rows each check returned, and the passes of the
+    models built in resource-hash partitions (pipeline.dag.partitions)."""
 
     seconds: dict[str, float] = field(default_factory=dict)
+    partitions: dict[str, int] = field(default_factory=dict)
     check_failures: list[tuple[str, list[str], list[tuple], int]] = field(default_factory=list)
     checks_run: list[str] = field(default_factory=list)
 
@@ -53,4 +55,5 @@ def build(
             where = model.path or model.qualified
             raise ModelError(f"{where}: building {model.qualified} failed: {error}") from error
         report.seconds[model.qualified] = time.perf_counter() - started
+    report.partitions = dict(getattr(engine, "partitions_used", {}))
     return report

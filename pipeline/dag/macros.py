@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 
 from pipeline.common.errors import ModelError
+from pipeline.dag.partitions import PARTITION, PARTITIONS
 
 
 @dataclass(frozen=True)
@@ -56,7 +57,32 @@ LINE_ID = Macro(
 # The file a line id came from (its range and file index): equal for every line of one file.
 FILE_OF_LINE = Macro("file_of_line_id", ("line_id",), "({line_id} // 4294967296)")
 
-MACROS = {macro.name: macro for macro in (FIRST_SLICE_TAKES_REST, LINE_ID, FILE_OF_LINE)}
+# A row of one resource-hash partition of the pass the engine builds (pipeline.dag.partitions):
+# a model calling it is built in passes, each keeping the rows whose resource falls in it.
+IN_RESOURCE_PARTITION = Macro(
+    "in_resource_partition",
+    ("resource_id",),
+    f"(hash({{resource_id}}) % {PARTITIONS} = {PARTITION})",
+)
+
+# A slice of allocation.cost_slices belongs to an allocation model: its allocation_models is
+# 'both' or that model's name (a slice the two models share is stored once).
+IN_ALLOCATION_MODEL = Macro(
+    "in_allocation_model",
+    ("allocation_models", "allocation_model"),
+    "({allocation_models} in ('both', {allocation_model}))",
+)
+
+MACROS = {
+    macro.name: macro
+    for macro in (
+        FIRST_SLICE_TAKES_REST,
+        LINE_ID,
+        FILE_OF_LINE,
+        IN_RESOURCE_PARTITION,
+        IN_ALLOCATION_MODEL,
+    )
+}
 _CALL = re.compile(r"\b(" + "|".join(MACROS) + r")\s*\(", re.IGNORECASE)
 
 

@@ -14,6 +14,7 @@ from sqlglot import expressions as exp
 from pipeline.common.errors import ModelError
 from pipeline.dag.ctes import inline_imports
 from pipeline.dag.macros import expand_macros
+from pipeline.dag.partitions import is_partitioned
 
 LAYERS = ("staging", "normalized", "attribution", "allocation", "marts", "checks")
 # Schemas a model may read without them being models: raw sources (staging only) and the
@@ -33,6 +34,8 @@ MATERIALIZATIONS = ("table", "view", "intermediate", "parquet")
 STORED = ("table", "intermediate", "parquet")
 # materializations published as tables (Parquet in the snapshot)
 PUBLISHED_TABLES = ("table", "parquet")
+# materializations a model built in resource-hash passes may have (pipeline.dag.partitions)
+_IN_PASSES = ("table", "intermediate")
 
 
 def sql_root() -> Path:
@@ -83,6 +86,12 @@ def parse_model(layer: str, name: str, sql: str, path: Path | None = None) -> Mo
         raise ModelError(f"{where}: add a header line `-- grain: one row per (...)`")
     grain_line = sql[grain_match.start() :].splitlines()[0]
     materialized = _materialized(sql, layer, where)
+    if is_partitioned(sql) and (layer in ("staging", "checks") or materialized not in _IN_PASSES):
+        raise ModelError(
+            f"{where}: in_resource_partition() builds a model in passes, which only a "
+            "`-- materialized: table` or `intermediate` model can be; remove the call or "
+            "change the materialization"
+        )
     if sql.rstrip().endswith(";"):
         raise ModelError(f"{where}: a model is one select without a trailing ';'")
     try:

@@ -32,7 +32,7 @@ final as (
         cost_slices.net_cost
     from cost_slices
     inner join allocation_models
-        on cost_slices.allocation_models in ('both', allocation_models.allocation_model)
+        on in_allocation_model(cost_slices.allocation_models, allocation_models.allocation_model)
 )
 
 select * from final

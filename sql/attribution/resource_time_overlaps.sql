@@ -5,6 +5,9 @@
 -- overlap; slice_rank 1 (largest overlap, then attempt id) takes a placed line's rounding remainder.
 -- Both sides are cut at hour boundaries and equi-joined on (resource_id, hour_start): a hash join
 -- with only a time-overlap filter goes quadratic on long-lived nodes with many short attempts.
+-- Built in resource-hash passes (in_resource_partition, pipeline/dag/partitions.py): every row of a
+-- window and every hour it joins share the window's resource, so each pass holds one slice of the
+-- resources' hours and windows in memory; the horizon stays the whole bill's.
 -- materialized: intermediate (a step of the build, never published: allocation.cost_slices carries its result)
 with cost_lines as (
     select * from normalized.cost_lines
@@ -43,6 +46,7 @@ held_intervals as (
     where
         coalesce(attempt_resources.resource_id, '') <> ''
         and coalesce(attempt_resources.started_at, attempts.started_at) is not null
+        and in_resource_partition(attempt_resources.resource_id)
 ),
 
 held_hours as (
@@ -75,6 +79,7 @@ charge_windows as (
     where
         attribution_settings.resource_time
         and cost_lines.charge_period_end > cost_lines.charge_period_start
+        and in_resource_partition(cost_lines.resource_id)
 ),
 
 window_hours as (

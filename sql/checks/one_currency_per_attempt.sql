@@ -1,18 +1,33 @@
 -- An attempt's cost is summed in one currency: no attempt draws slices from lines billed in two currencies.
 -- grain: one row per (allocation_model, attempt_id) with more than one billing currency
-with cost_allocations as (
-    select * from allocation.model_slices
+with cost_slices as (
+    select * from allocation.cost_slices
+),
+
+allocation_models as (
+    select unnest(['marginal', 'fully_loaded']) as allocation_model
+),
+
+stored_currencies as (
+    -- each stored slice read once, by the models it belongs to, before the models are expanded
+    select distinct
+        cost_slices.allocation_models,
+        cost_slices.attempt_id,
+        cost_slices.billing_currency
+    from cost_slices
+    where cost_slices.attempt_id is not null
 ),
 
 final as (
     select
-        cost_allocations.allocation_model,
-        cost_allocations.attempt_id,
-        count(distinct cost_allocations.billing_currency) as currencies
-    from cost_allocations
-    where cost_allocations.attempt_id is not null
-    group by cost_allocations.allocation_model, cost_allocations.attempt_id
-    having count(distinct cost_allocations.billing_currency) > 1
+        allocation_models.allocation_model,
+        stored_currencies.attempt_id,
+        count(distinct stored_currencies.billing_currency) as currencies
+    from stored_currencies
+    inner join allocation_models
+        on in_allocation_model(stored_currencies.allocation_models, allocation_models.allocation_model)
+    group by allocation_models.allocation_model, stored_currencies.attempt_id
+    having count(distinct stored_currencies.billing_currency) > 1
 )
 
 select * from final

@@ -20,19 +20,19 @@ with cost_lines as (
     from normalized.cost_lines as cost_lines
 ),
 
-model_slices as (
+cost_slices as (
     select
-        model_slices.allocation_model,
-        model_slices.provider,
-        model_slices.billing_account_id,
-        model_slices.billing_period,
-        model_slices.billing_currency,
-        cast(1 + abs(hash(model_slices.line_id) % 1021) as integer) as line_weight,
-        model_slices.billed_cost,
-        model_slices.effective_cost,
-        model_slices.list_cost,
-        model_slices.net_cost
-    from allocation.model_slices as model_slices
+        cost_slices.allocation_models,
+        cost_slices.provider,
+        cost_slices.billing_account_id,
+        cost_slices.billing_period,
+        cost_slices.billing_currency,
+        cast(1 + abs(hash(cost_slices.line_id) % 1021) as integer) as line_weight,
+        cost_slices.billed_cost,
+        cost_slices.effective_cost,
+        cost_slices.list_cost,
+        cost_slices.net_cost
+    from allocation.cost_slices as cost_slices
 ),
 
 allocation_models as (
@@ -57,24 +57,47 @@ line_sums as (
         cost_lines.billing_currency
 ),
 
+stored_sums as (
+    -- each stored slice weighed once, by the models it belongs to, before the models are expanded
+    select
+        cost_slices.allocation_models,
+        cost_slices.provider,
+        cost_slices.billing_account_id,
+        cost_slices.billing_period,
+        cost_slices.billing_currency,
+        sum(cost_slices.billed_cost * cost_slices.line_weight) as billed_checksum,
+        sum(cost_slices.effective_cost * cost_slices.line_weight) as effective_checksum,
+        sum(cost_slices.list_cost * cost_slices.line_weight) as list_checksum,
+        sum(cost_slices.net_cost * cost_slices.line_weight) as net_checksum
+    from cost_slices
+    group by
+        cost_slices.allocation_models,
+        cost_slices.provider,
+        cost_slices.billing_account_id,
+        cost_slices.billing_period,
+        cost_slices.billing_currency
+),
+
 slice_sums as (
     select
-        model_slices.allocation_model,
-        model_slices.provider,
-        model_slices.billing_account_id,
-        model_slices.billing_period,
-        model_slices.billing_currency,
-        sum(model_slices.billed_cost * model_slices.line_weight) as billed_checksum,
-        sum(model_slices.effective_cost * model_slices.line_weight) as effective_checksum,
-        sum(model_slices.list_cost * model_slices.line_weight) as list_checksum,
-        sum(model_slices.net_cost * model_slices.line_weight) as net_checksum
-    from model_slices
+        allocation_models.allocation_model,
+        stored_sums.provider,
+        stored_sums.billing_account_id,
+        stored_sums.billing_period,
+        stored_sums.billing_currency,
+        sum(stored_sums.billed_checksum) as billed_checksum,
+        sum(stored_sums.effective_checksum) as effective_checksum,
+        sum(stored_sums.list_checksum) as list_checksum,
+        sum(stored_sums.net_checksum) as net_checksum
+    from stored_sums
+    inner join allocation_models
+        on in_allocation_model(stored_sums.allocation_models, allocation_models.allocation_model)
     group by
-        model_slices.allocation_model,
-        model_slices.provider,
-        model_slices.billing_account_id,
-        model_slices.billing_period,
-        model_slices.billing_currency
+        allocation_models.allocation_model,
+        stored_sums.provider,
+        stored_sums.billing_account_id,
+        stored_sums.billing_period,
+        stored_sums.billing_currency
 ),
 
 expected as (

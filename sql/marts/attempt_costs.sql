@@ -4,8 +4,8 @@ with attempts as (
     select * from staging.attempts
 ),
 
-cost_allocations as (
-    select * from allocation.model_slices
+cost_slices as (
+    select * from allocation.cost_slices
 ),
 
 allocation_models as (
@@ -47,34 +47,55 @@ overlap_finality as (
     group by allocation_models.allocation_model, attempts.attempt_id
 ),
 
-attempt_totals as (
+slice_totals as (
+    -- each stored slice summed once, by the models it belongs to, before the models are
+    -- expanded: a slice of both models is not summed twice
     select
-        cost_allocations.allocation_model,
-        cost_allocations.attempt_id,
-        sum(cost_allocations.billed_cost) as billed_cost,
-        sum(cost_allocations.effective_cost) as effective_cost,
-        sum(cost_allocations.list_cost) as list_cost,
-        sum(cost_allocations.net_cost) as net_cost,
-        sum(cost_allocations.effective_cost) filter (
-            where cost_allocations.attribution_method = 'resource_time'
+        cost_slices.allocation_models,
+        cost_slices.attempt_id,
+        sum(cost_slices.billed_cost) as billed_cost,
+        sum(cost_slices.effective_cost) as effective_cost,
+        sum(cost_slices.list_cost) as list_cost,
+        sum(cost_slices.net_cost) as net_cost,
+        sum(cost_slices.effective_cost) filter (
+            where cost_slices.attribution_method = 'resource_time'
         ) as estimated_cost,
-        sum(cost_allocations.effective_cost) filter (
-            where cost_allocations.allocation_kind = 'shared'
+        sum(cost_slices.effective_cost) filter (
+            where cost_slices.allocation_kind = 'shared'
         ) as shared_cost,
-        min(cost_allocations.billing_currency) as billing_currency,
+        min(cost_slices.billing_currency) as billing_currency,
         count(*) as slices,
         -- the least final period among the slices' periods, in the same pass over the slices
         min(
             case billing_periods.period_status when 'open' then 1 when 'provisional' then 2 else 3 end
         ) as status_rank
-    from cost_allocations
+    from cost_slices
     left join billing_periods
         on
-            cost_allocations.provider = billing_periods.provider
-            and cost_allocations.billing_account_id is not distinct from billing_periods.billing_account_id
-            and cost_allocations.billing_period = billing_periods.billing_period
-    where cost_allocations.attempt_id is not null
-    group by cost_allocations.allocation_model, cost_allocations.attempt_id
+            cost_slices.provider = billing_periods.provider
+            and cost_slices.billing_account_id is not distinct from billing_periods.billing_account_id
+            and cost_slices.billing_period = billing_periods.billing_period
+    where cost_slices.attempt_id is not null
+    group by cost_slices.allocation_models, cost_slices.attempt_id
+),
+
+attempt_totals as (
+    select
+        allocation_models.allocation_model,
+        slice_totals.attempt_id,
+        sum(slice_totals.billed_cost) as billed_cost,
+        sum(slice_totals.effective_cost) as effective_cost,
+        sum(slice_totals.list_cost) as list_cost,
+        sum(slice_totals.net_cost) as net_cost,
+        sum(slice_totals.estimated_cost) as estimated_cost,
+        sum(slice_totals.shared_cost) as shared_cost,
+        min(slice_totals.billing_currency) as billing_currency,
+        cast(sum(slice_totals.slices) as bigint) as slices,
+        min(slice_totals.status_rank) as status_rank
+    from slice_totals
+    inner join allocation_models
+        on in_allocation_model(slice_totals.allocation_models, allocation_models.allocation_model)
+    group by allocation_models.allocation_model, slice_totals.attempt_id
 ),
 
 final as (

@@ -21,8 +21,19 @@ estimate_errors as (
     select * from marts.estimate_errors
 ),
 
-cost_allocations as (
-    select * from allocation.cost_allocations
+cost_slices as (
+    select * from allocation.cost_slices
+),
+
+cost_lines as (
+    select
+        cost_lines.line_id,
+        cost_lines.charge_period_start
+    from normalized.cost_lines as cost_lines
+),
+
+allocation_models as (
+    select unnest(['marginal', 'fully_loaded']) as allocation_model
 ),
 
 billing_periods as (
@@ -108,25 +119,38 @@ global_changes as (
     from period_changes
 ),
 
-late_slices as (
-    -- billed for hours the previous snapshot's bill did not reach (or periods it did not have)
+stored_late_slices as (
+    -- billed for hours the previous snapshot's bill did not reach (or periods it did not have);
+    -- each stored slice once, by the models it belongs to, before the models are expanded
     select
-        cost_allocations.allocation_model,
-        cost_allocations.attempt_id,
-        sum(cost_allocations.billed_cost) as late_billed
-    from cost_allocations
+        cost_slices.allocation_models,
+        cost_slices.attempt_id,
+        sum(cost_slices.billed_cost) as late_billed
+    from cost_slices
     inner join period_changes
         on
-            cost_allocations.provider = period_changes.provider
-            and cost_allocations.billing_account_id is not distinct from period_changes.billing_account_id
-            and cost_allocations.billing_period = period_changes.billing_period
+            cost_slices.provider = period_changes.provider
+            and cost_slices.billing_account_id is not distinct from period_changes.billing_account_id
+            and cost_slices.billing_period = period_changes.billing_period
+    inner join cost_lines on cost_slices.line_id = cost_lines.line_id
     where
-        cost_allocations.attempt_id is not null
+        cost_slices.attempt_id is not null
         and (
             period_changes.previous_billed_until is null
-            or cost_allocations.charge_period_start >= period_changes.previous_billed_until
+            or cost_lines.charge_period_start >= period_changes.previous_billed_until
         )
-    group by cost_allocations.allocation_model, cost_allocations.attempt_id
+    group by cost_slices.allocation_models, cost_slices.attempt_id
+),
+
+late_slices as (
+    select
+        allocation_models.allocation_model,
+        stored_late_slices.attempt_id,
+        sum(stored_late_slices.late_billed) as late_billed
+    from stored_late_slices
+    inner join allocation_models
+        on in_allocation_model(stored_late_slices.allocation_models, allocation_models.allocation_model)
+    group by allocation_models.allocation_model, stored_late_slices.attempt_id
 ),
 
 attempt_row_changes as (

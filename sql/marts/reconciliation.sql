@@ -4,8 +4,8 @@ with cost_lines as (
     select * from normalized.cost_lines
 ),
 
-cost_allocations as (
-    select * from allocation.model_slices
+cost_slices as (
+    select * from allocation.cost_slices
 ),
 
 billing_periods as (
@@ -68,26 +68,51 @@ bill as (
     from bill_bases
 ),
 
+stored_sums as (
+    -- each stored slice summed once, by the models it belongs to, before the models are expanded
+    select
+        cost_slices.allocation_models,
+        cost_slices.provider,
+        cost_slices.billing_account_id,
+        cost_slices.billing_period,
+        cost_slices.billing_currency,
+        cost_slices.allocation_kind,
+        sum(cost_slices.billed_cost) as billed_cost,
+        sum(cost_slices.effective_cost) as effective_cost,
+        sum(cost_slices.list_cost) as list_cost,
+        sum(cost_slices.net_cost) as net_cost
+    from cost_slices
+    group by
+        cost_slices.allocation_models,
+        cost_slices.provider,
+        cost_slices.billing_account_id,
+        cost_slices.billing_period,
+        cost_slices.billing_currency,
+        cost_slices.allocation_kind
+),
+
 kind_sums as (
     select
-        cost_allocations.allocation_model,
-        cost_allocations.provider,
-        cost_allocations.billing_account_id,
-        cost_allocations.billing_period,
-        cost_allocations.billing_currency,
-        cost_allocations.allocation_kind,
-        sum(cost_allocations.billed_cost) as billed_cost,
-        sum(cost_allocations.effective_cost) as effective_cost,
-        sum(cost_allocations.list_cost) as list_cost,
-        sum(cost_allocations.net_cost) as net_cost
-    from cost_allocations
+        allocation_models.allocation_model,
+        stored_sums.provider,
+        stored_sums.billing_account_id,
+        stored_sums.billing_period,
+        stored_sums.billing_currency,
+        stored_sums.allocation_kind,
+        sum(stored_sums.billed_cost) as billed_cost,
+        sum(stored_sums.effective_cost) as effective_cost,
+        sum(stored_sums.list_cost) as list_cost,
+        sum(stored_sums.net_cost) as net_cost
+    from stored_sums
+    inner join allocation_models
+        on in_allocation_model(stored_sums.allocation_models, allocation_models.allocation_model)
     group by
-        cost_allocations.allocation_model,
-        cost_allocations.provider,
-        cost_allocations.billing_account_id,
-        cost_allocations.billing_period,
-        cost_allocations.billing_currency,
-        cost_allocations.allocation_kind
+        allocation_models.allocation_model,
+        stored_sums.provider,
+        stored_sums.billing_account_id,
+        stored_sums.billing_period,
+        stored_sums.billing_currency,
+        stored_sums.allocation_kind
 ),
 
 slice_amounts as (

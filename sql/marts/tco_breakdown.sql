@@ -8,8 +8,8 @@
 -- p, g, trn, inf or dl family, SageMaker ml. included), other_compute (other instance usage),
 -- other (tax, credits, anything else). Off the bill: goodput_loss = gpu_compute x (1/G - 1), G the
 -- experiment's GPU-hour weighted goodput_used from marts.attempt_goodput; NULL when G is unknown.
-with cost_allocations as (
-    select * from allocation.model_slices
+with cost_slices as (
+    select * from allocation.cost_slices
 ),
 
 cost_lines as (
@@ -63,27 +63,36 @@ line_categories as (
 ),
 
 classified as (
+    -- each stored slice classified once, by the models it belongs to, before the models are
+    -- expanded: a slice of both models meets the categories once
     select
-        cost_allocations.allocation_model,
-        cost_allocations.experiment_id,
-        cost_allocations.billing_period,
-        cost_allocations.billing_currency,
-        cost_allocations.effective_cost,
-        line_categories.cost_category
-    from cost_allocations
-    inner join line_categories on cost_allocations.line_id = line_categories.line_id
-    where cost_allocations.experiment_id is not null
+        cost_slices.allocation_models,
+        cost_slices.experiment_id,
+        cost_slices.billing_period,
+        cost_slices.billing_currency,
+        line_categories.cost_category,
+        sum(cost_slices.effective_cost) as effective_cost
+    from cost_slices
+    inner join line_categories on cost_slices.line_id = line_categories.line_id
+    where cost_slices.experiment_id is not null
+    group by all
+),
+
+allocation_models as (
+    select unnest(['marginal', 'fully_loaded']) as allocation_model
 ),
 
 on_bill as (
     select
-        classified.allocation_model,
+        allocation_models.allocation_model,
         classified.experiment_id,
         classified.billing_period,
         classified.billing_currency,
         classified.cost_category,
         sum(classified.effective_cost) as effective_cost
     from classified
+    inner join allocation_models
+        on in_allocation_model(classified.allocation_models, allocation_models.allocation_model)
     group by all
 ),
 

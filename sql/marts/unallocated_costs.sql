@@ -1,31 +1,70 @@
 -- Cost no attempt, experiment or pool took, by why, in the four bases.
 -- grain: one row per (allocation_model, provider, billing_period, billing_currency, unallocated_reason, service_name)
-with cost_allocations as (
-    select * from allocation.cost_allocations
+with cost_slices as (
+    select * from allocation.cost_slices
+),
+
+cost_lines as (
+    select
+        cost_lines.line_id,
+        cost_lines.service_name
+    from normalized.cost_lines as cost_lines
+),
+
+allocation_models as (
+    select unnest(['marginal', 'fully_loaded']) as allocation_model
+),
+
+stored_sums as (
+    -- each stored slice once, by the models it belongs to, before the models are expanded: a
+    -- rest no pool takes is one slice of both models, joined to its line once
+    select
+        cost_slices.allocation_models,
+        cost_slices.provider,
+        cost_slices.billing_period,
+        cost_slices.billing_currency,
+        cost_slices.unallocated_reason,
+        cost_lines.service_name,
+        count(*) as cost_lines,
+        sum(cost_slices.billed_cost) as billed_cost,
+        sum(cost_slices.effective_cost) as effective_cost,
+        sum(cost_slices.list_cost) as list_cost,
+        sum(cost_slices.net_cost) as net_cost
+    from cost_slices
+    inner join cost_lines on cost_slices.line_id = cost_lines.line_id
+    where cost_slices.allocation_kind = 'unallocated'
+    group by
+        cost_slices.allocation_models,
+        cost_slices.provider,
+        cost_slices.billing_period,
+        cost_slices.billing_currency,
+        cost_slices.unallocated_reason,
+        cost_lines.service_name
 ),
 
 final as (
     select
-        cost_allocations.allocation_model,
-        cost_allocations.provider,
-        cost_allocations.billing_period,
-        cost_allocations.billing_currency,
-        cost_allocations.unallocated_reason,
-        cost_allocations.service_name,
-        count(*) as cost_lines,
-        cast(sum(cost_allocations.billed_cost) as decimal(38, 10)) as billed_cost,
-        cast(sum(cost_allocations.effective_cost) as decimal(38, 10)) as effective_cost,
-        cast(sum(cost_allocations.list_cost) as decimal(38, 10)) as list_cost,
-        cast(sum(cost_allocations.net_cost) as decimal(38, 10)) as net_cost
-    from cost_allocations
-    where cost_allocations.allocation_kind = 'unallocated'
+        allocation_models.allocation_model,
+        stored_sums.provider,
+        stored_sums.billing_period,
+        stored_sums.billing_currency,
+        stored_sums.unallocated_reason,
+        stored_sums.service_name,
+        cast(sum(stored_sums.cost_lines) as bigint) as cost_lines,
+        cast(sum(stored_sums.billed_cost) as decimal(38, 10)) as billed_cost,
+        cast(sum(stored_sums.effective_cost) as decimal(38, 10)) as effective_cost,
+        cast(sum(stored_sums.list_cost) as decimal(38, 10)) as list_cost,
+        cast(sum(stored_sums.net_cost) as decimal(38, 10)) as net_cost
+    from stored_sums
+    inner join allocation_models
+        on in_allocation_model(stored_sums.allocation_models, allocation_models.allocation_model)
     group by
-        cost_allocations.allocation_model,
-        cost_allocations.provider,
-        cost_allocations.billing_period,
-        cost_allocations.billing_currency,
-        cost_allocations.unallocated_reason,
-        cost_allocations.service_name
+        allocation_models.allocation_model,
+        stored_sums.provider,
+        stored_sums.billing_period,
+        stored_sums.billing_currency,
+        stored_sums.unallocated_reason,
+        stored_sums.service_name
 )
 
 select * from final

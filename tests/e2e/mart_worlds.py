@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import sys
@@ -87,13 +88,19 @@ def run_world(name: str, folder: Path) -> dict[str, dict[str, object]]:
         con.close()
 
 
-def run_world_database(name: str, folder: Path) -> Path:
-    """Run the world's nights in order; the runcost.duckdb the last run published."""
+def run_world_database(name: str, folder: Path, partitions: int | None = None) -> Path:
+    """Run the world's nights in order; the runcost.duckdb the last run published.
+
+    ``partitions``: warehouse.resource_partitions for every run (else memory_limit chooses).
+    """
     from pipeline.run.nightly import run_pipeline
 
     result = None
     for config, clock in WORLDS[name](folder):
-        result = run_pipeline(config() if callable(config) else config, now=clock)
+        settings = config() if callable(config) else config
+        if partitions is not None:
+            settings = dataclasses.replace(settings, resource_partitions=partitions)
+        result = run_pipeline(settings, now=clock)
     assert result is not None
     return result.database
 

@@ -37,6 +37,7 @@ def test_full_file(tmp_path: Path) -> None:
 path = "/srv/wh"
 memory_limit = "2GB"
 threads = 2
+resource_partitions = 4
 [aws]
 exports = ["s3://bucket/prefix/export"]
 [telemetry]
@@ -59,6 +60,7 @@ spread = "billing_period"
     assert config.attempt_tag_keys == ("user_run", "user_attempt_id")
     assert config.resource_time is False
     assert config.memory_limit == "2GB" and config.threads == 2
+    assert config.resource_partitions == 4
     (pool,) = config.pools
     assert (pool.name, pool.driver, pool.spread, pool.attempts) == (
         "eks",
@@ -82,6 +84,10 @@ spread = "billing_period"
         ("[aws]\nexports = 'x'\n", "aws.exports must be a list of non-empty strings"),
         ("[aws]\nexports = ['']\n", "aws.exports must be a list of non-empty strings"),
         ("[warehouse]\nthreads = 0\n", "warehouse.threads must be a whole number of at least 1"),
+        *(
+            (f"[warehouse]\nresource_partitions = {value}\n", "resource_partitions must be a whole")
+            for value in ("0", "65", "2.5", "true", "'auto'")
+        ),
         ("[warehouse]\nmemory_limit = 'lots'\n", "warehouse.memory_limit must be a size such as"),
         ("[warehouse]\npath = ''\n", "warehouse.path must be a non-empty string"),
         (

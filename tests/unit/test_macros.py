@@ -119,3 +119,45 @@ def test_the_line_id_rule_is_written_once() -> None:
 
 def _without_comments(sql: str) -> str:
     return "\n".join(line.split("--", 1)[0] for line in sql.splitlines())
+
+
+def test_a_stored_slice_belongs_to_both_models_or_to_its_own() -> None:
+    sql = expand_macros(
+        "select models, model, in_allocation_model(models, model) as belongs "
+        "from (select unnest(['both', 'marginal', 'fully_loaded']) as models), "
+        "(select unnest(['marginal', 'fully_loaded']) as model) order by all",
+        "x",
+    )
+    rows = duckdb.connect().execute(sql).fetchall()
+    assert [(models, model) for models, model, belongs in rows if belongs] == [
+        ("both", "fully_loaded"),
+        ("both", "marginal"),
+        ("fully_loaded", "fully_loaded"),
+        ("marginal", "marginal"),
+    ]
+
+
+def test_the_allocation_model_rule_is_written_once() -> None:
+    """No model tests `in ('both', ...)` itself: the readers of the stored slices call the macro."""
+    spelled = re.compile(r"\bin\s*\(\s*'both'\s*,", re.IGNORECASE)
+    copies = [
+        path.name
+        for path in sql_root().rglob("*.sql")
+        if spelled.search(_without_comments(path.read_text("utf-8")))
+    ]
+    assert copies == []
+    callers = sorted(
+        model.qualified
+        for model in discover()
+        if model.path and "in_allocation_model(" in _without_comments(model.path.read_text("utf-8"))
+    )
+    assert callers == [
+        "allocation.model_slices",
+        "checks.one_currency_per_attempt",
+        "checks.slices_sum_to_line",
+        "marts.attempt_costs",
+        "marts.cost_changes",
+        "marts.reconciliation",
+        "marts.tco_breakdown",
+        "marts.unallocated_costs",
+    ]

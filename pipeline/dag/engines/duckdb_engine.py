@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import duckdb
 
 from pipeline.dag.engines.base import CHECK_SAMPLE_ROWS, CheckResult
+from pipeline.dag.partitions import auto_partitions, is_partitioned, pass_sql
 from pipeline.warehouse.parquet import partition_values, write_parquet
 from pipeline.warehouse.views import PARTITION_COLUMN, TableContent, layout_path, typed_query
 
 if TYPE_CHECKING:
     from pipeline.dag.models import Model
+
+log = logging.getLogger("runcost")
+# schemas whose relations are not built by the run's models (their rows are not counted)
+_NOT_BUILT = ("raw", "staging", "config")
 
 
 class DuckDBEngine:
@@ -22,15 +28,26 @@ class DuckDBEngine:
     query, as the Parquet the snapshot publishes (under scratch/published, in the snapshot's
     layout), and the build reads it through a view: publish moves the files instead of copying
     a table (``published_files``). Without one, such a model is a table, as in tests.
+
+    A model partitioned by resource (pipeline.dag.partitions) is built in ``partitions`` passes,
+    or, when that is None, in as many as its largest built input needs under memory_limit
+    (``partitions_used`` records how many).
     """
 
     name = "duckdb"
     errors: tuple[type[BaseException], ...] = (duckdb.Error,)
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, scratch: Path | None = None) -> None:
+    def __init__(
+        self,
+        con: duckdb.DuckDBPyConnection,
+        scratch: Path | None = None,
+        partitions: int | None = None,
+    ) -> None:
         self.con = con
         self.scratch = scratch
+        self.partitions = partitions
         self.published_files: dict[str, Path] = {}
+        self.partitions_used: dict[str, int] = {}
 
     def prepare(self, schemas: tuple[str, ...]) -> None:
         for schema in schemas:
@@ -40,7 +57,29 @@ class DuckDBEngine:
         if model.materialization == "parquet" and self.scratch is not None:
             self.published_files[model.qualified] = self._write(model, self.scratch / "published")
             return
+        if is_partitioned(model.sql):
+            self._create_in_passes(model)
+            return
         self.con.execute(f"create or replace {model.created_as} {model.qualified} as\n{model.sql}")
+
+    def _create_in_passes(self, model: Model) -> None:
+        """A table built one resource-hash partition at a time: the first pass creates it."""
+        built = sorted(name for name in model.inputs if name.split(".")[0] not in _NOT_BUILT)
+        count = self.partitions or auto_partitions(self.con, built)
+        for partition in range(count):
+            sql = pass_sql(model.sql, count, partition)
+            if partition == 0:
+                self.con.execute(f"create or replace table {model.qualified} as\n{sql}")
+            else:
+                self.con.execute(f"insert into {model.qualified}\n{sql}")
+        self.partitions_used[model.qualified] = count
+        if count > 1:
+            log.info(
+                "%s built in %d resource-hash partitions",
+                model.qualified,
+                count,
+                extra={"stage": "build"},
+            )
 
     def _write(self, model: Model, folder: Path) -> Path:
         """Write the model's rows once as published Parquet; the build's view reads them."""

@@ -18,7 +18,7 @@ def open_engine(config: Config, con: duckdb.DuckDBPyConnection, scratch: Path) -
     Spark every published table.
     """
     if config.engine == "duckdb":
-        return DuckDBEngine(con, scratch)
+        return DuckDBEngine(con, scratch, config.resource_partitions)
     from pipeline.dag.engines.spark import SparkEngine, open_session
 
     session, owned = open_session(config.spark, scratch)

@@ -18,6 +18,7 @@ from pipeline.dag.engines.spark_inputs import Inputs, load_inputs
 from pipeline.dag.engines.spark_outputs import write_outputs
 from pipeline.dag.engines.transpile import to_spark, view_name
 from pipeline.dag.models import PUBLISHED_TABLES, STORED
+from pipeline.dag.partitions import pass_sql
 
 if TYPE_CHECKING:
     from pipeline.dag.models import Model
@@ -144,7 +145,8 @@ class SparkEngine:
 
     def create(self, model: Model) -> None:
         """Build a model; a Spark error is shortened to its message (not the query plan)."""
-        frame = self.session.sql(to_spark(model.sql))
+        # one pass: Spark partitions the work across executors itself (pipeline.dag.partitions)
+        frame = self.session.sql(to_spark(pass_sql(model.sql, 1, 0)))
         if model.materialization in STORED:
             # computed once, like a DuckDB table, instead of re-run by every reader
             frame = frame.localCheckpoint(eager=True)

@@ -17,6 +17,7 @@ import duckdb
 
 from pipeline.dag.engines.spark_types import spark_path
 from pipeline.dag.engines.transpile import view_name
+from pipeline.dag.partitions import pass_sql
 from pipeline.warehouse.snapshots import sql_path
 from pipeline.warehouse.views import PARTITION_COLUMN
 
@@ -46,10 +47,11 @@ def write_outputs(
         if model.layer == "checks":
             continue
         con.execute(f"create schema if not exists {model.layer}")
+        sql = pass_sql(model.sql, 1, 0)  # DuckDB binds the model as one pass
         if model.qualified not in published:
-            con.execute(f"create or replace view {model.qualified} as\n{model.sql}")
+            con.execute(f"create or replace view {model.qualified} as\n{sql}")
             continue
-        bound = con.sql(model.sql)  # binding computes nothing: DuckDB's types for the model
+        bound = con.sql(sql)  # binding computes nothing: DuckDB's types for the model
         columns = [
             (str(name), str(kind)) for name, kind in zip(bound.columns, bound.types, strict=True)
         ]
