@@ -44,7 +44,7 @@ def memory_bytes(setting: str) -> int | None:
         return None
     unit = found.group(2).lower()
     base = 1024 if "i" in unit else 1000
-    return int(float(found.group(1)) * base ** _UNITS[unit[0] if unit != "bytes" else "b"])
+    return int(float(found.group(1)) * base ** _UNITS[unit[0]])  # "bytes" starts with b too
 
 
 def partitions_for(lines: int, memory: int | None) -> int:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 import duckdb
 
 from pipeline.dag.engines.base import CHECK_SAMPLE_ROWS, CheckResult
+from pipeline.dag.models import SOURCE_SCHEMAS
 from pipeline.dag.partitions import auto_partitions, is_partitioned, pass_sql
 from pipeline.warehouse.parquet import partition_values, write_parquet
 from pipeline.warehouse.views import PARTITION_COLUMN, TableContent, layout_path, typed_query
@@ -17,8 +18,6 @@ if TYPE_CHECKING:
     from pipeline.dag.models import Model
 
 log = logging.getLogger("runcost")
-# schemas whose relations are not built by the run's models (their rows are not counted)
-_NOT_BUILT = ("raw", "staging", "config")
 
 
 class DuckDBEngine:
@@ -64,7 +63,10 @@ class DuckDBEngine:
 
     def _create_in_passes(self, model: Model) -> None:
         """A table built one resource-hash partition at a time: the first pass creates it."""
-        built = sorted(name for name in model.inputs if name.split(".")[0] not in _NOT_BUILT)
+        # the inputs the run's models built (sources and staging views are not counted)
+        built = sorted(
+            name for name in model.inputs if name.split(".")[0] not in (*SOURCE_SCHEMAS, "staging")
+        )
         count = self.partitions or auto_partitions(self.con, built)
         for partition in range(count):
             sql = pass_sql(model.sql, count, partition)
