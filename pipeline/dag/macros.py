@@ -29,6 +29,8 @@ class Macro:
     relations: tuple[str, ...] = ()
 
     def expand(self, arguments: list[str], where: str) -> str:
+        if not self.parameters and [value.strip() for value in arguments] == [""]:
+            arguments = []  # a call without arguments: name()
         if len(arguments) != len(self.parameters):
             raise ModelError(
                 f"{where}: {self.name}() takes {len(self.parameters)} arguments "
@@ -75,6 +77,11 @@ IN_RESOURCE_PARTITION = Macro(
     ("resource_id",),
     f"(hash({{resource_id}}) % {PARTITIONS} = {PARTITION})",
 )
+
+# Rows a model partitioned by resource computes whole in one pass, the first (rows that no
+# resource splits, such as a line placed by its tag): with in_resource_partition on its other
+# rows, the passes' union is the model.
+IN_FIRST_PASS = Macro("in_first_pass", (), f"({PARTITION} = 0)")
 
 # A slice of allocation.cost_slices belongs to an allocation model: its allocation_models is
 # 'both' or that model's name (a slice the two models share is stored once).
@@ -153,6 +160,7 @@ MACROS = {
         LINE_ID,
         FILE_OF_LINE,
         IN_RESOURCE_PARTITION,
+        IN_FIRST_PASS,
         IN_ALLOCATION_MODEL,
         LINE_PROFILE_COLUMNS,
         LINE_PROFILE_KEY,

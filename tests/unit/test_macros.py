@@ -207,3 +207,11 @@ def test_the_profile_columns_are_the_lines_columns_the_facts_leave_out() -> None
     made = re.findall(r"^\s+provider_lines\.(\w+),$|\bas (\w+)(?:  -- noqa: RF02)?,?$", facts, re.MULTILINE)
     assert from_facts == [a or b for a, b in made if (a or b) != "profile_key"]
     assert not set(from_facts) & set(PROFILE_COLUMNS)
+
+
+def test_rows_no_resource_splits_are_built_in_the_first_pass_only() -> None:
+    assert expand_macros("select 1 where in_first_pass()", "x") == (
+        "select 1 where (__runcost_partition__ = 0)"
+    )
+    with pytest.raises(ModelError, match=r"takes 0 arguments"):
+        expand_macros("select in_first_pass(a)", "x")
