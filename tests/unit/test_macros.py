@@ -204,7 +204,9 @@ def test_the_profile_columns_are_the_lines_columns_the_facts_leave_out() -> None
     from_facts = re.findall(r"^\s+facts\.(\w+),?$", view, re.MULTILINE)
     assert sorted(from_profiles) == sorted(PROFILE_COLUMNS)
     facts = models["normalized.cost_line_facts"].sql
-    made = re.findall(r"^\s+provider_lines\.(\w+),$|\bas (\w+)(?:  -- noqa: RF02)?,?$", facts, re.MULTILINE)
+    made = re.findall(
+        r"^\s+provider_lines\.(\w+),$|\bas (\w+)(?:  -- noqa: RF02)?,?$", facts, re.MULTILINE
+    )
     assert from_facts == [a or b for a, b in made if (a or b) != "profile_key"]
     assert not set(from_facts) & set(PROFILE_COLUMNS)
 
