@@ -201,6 +201,14 @@ def rebuild(con: duckdb.DuckDBPyConnection, qualified: str) -> None:
     con.execute(f"create or replace {item.created_as} {item.qualified} as\n{item.sql}")
 
 
+def lines_as_table(con: duckdb.DuckDBPyConnection) -> None:
+    """Store normalized.cost_lines (a view of facts joined to profiles) as a table of whole lines,
+    so a test can insert, update or delete lines; the models after it read the table."""
+    con.execute("create or replace temp table whole_lines as select * from normalized.cost_lines")
+    con.execute("drop view normalized.cost_lines")
+    con.execute("create table normalized.cost_lines as select * from whole_lines")
+
+
 def run_check(con: duckdb.DuckDBPyConnection, name: str) -> list[dict[str, Any]]:
     """The rows a check returns now (zero rows = pass)."""
     return records(con, f"select * from ({model('checks.' + name).sql})")

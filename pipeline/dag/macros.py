@@ -15,23 +15,36 @@ from dataclasses import dataclass
 from pipeline.common.errors import ModelError
 from pipeline.dag.partitions import PARTITION, PARTITIONS
 
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
 
 @dataclass(frozen=True)
 class Macro:
+    """``parameters`` are expressions (each substituted in parentheses); ``relations`` name the
+    parameters that are a table's alias instead, substituted as the bare name."""
+
     name: str
     parameters: tuple[str, ...]
     body: str
+    relations: tuple[str, ...] = ()
 
     def expand(self, arguments: list[str], where: str) -> str:
+        if not self.parameters and [value.strip() for value in arguments] == [""]:
+            arguments = []  # a call without arguments: name()
         if len(arguments) != len(self.parameters):
             raise ModelError(
                 f"{where}: {self.name}() takes {len(self.parameters)} arguments "
                 f"({', '.join(self.parameters)}), got {len(arguments)}"
             )
-        values = {
-            name: f"({value.strip()})"
-            for name, value in zip(self.parameters, arguments, strict=True)
-        }
+        values = {}
+        for name, value in zip(self.parameters, arguments, strict=True):
+            value = value.strip()
+            if name in self.relations and not _IDENTIFIER.match(value):
+                raise ModelError(
+                    f"{where}: {self.name}() takes the alias of a table as {name}, "
+                    f"such as cost_lines; got {value!r}"
+                )
+            values[name] = value if name in self.relations else f"({value})"
         return self.body.format(**values)
 
 
@@ -65,12 +78,79 @@ IN_RESOURCE_PARTITION = Macro(
     f"(hash({{resource_id}}) % {PARTITIONS} = {PARTITION})",
 )
 
+# Rows a model partitioned by resource computes whole in one pass, the first (rows that no
+# resource splits, such as a line placed by its tag): with in_resource_partition on its other
+# rows, the passes' union is the model.
+IN_FIRST_PASS = Macro("in_first_pass", (), f"({PARTITION} = 0)")
+
 # A slice of allocation.cost_slices belongs to an allocation model: its allocation_models is
 # 'both' or that model's name (a slice the two models share is stored once).
 IN_ALLOCATION_MODEL = Macro(
     "in_allocation_model",
     ("allocation_models", "allocation_model"),
     "({allocation_models} in ('both', {allocation_model}))",
+)
+
+# A cost line's profile: the text columns with few values in a bill (its category, service,
+# usage type, account names, delivery, ...), which normalized.cost_line_profiles stores once per
+# distinct combination and normalized.cost_line_facts names by a 64-bit key; the ledger keys
+# (provider, account, period, currency), the resource, its name and the tags stay with the line.
+PROFILE_COLUMNS = (
+    "source_delivery",
+    "source_file",
+    "billing_account_name",
+    "sub_account_id",
+    "sub_account_name",
+    "charge_category",
+    "charge_class",
+    "charge_description",
+    "provider_line_type",
+    "service_name",
+    "sku_id",
+    "usage_type",
+    "operation",
+    "region_id",
+    "availability_zone",
+    "instance_type",
+    "pricing_unit",
+    "resource_class",
+    "invoice_id",
+    "source_format",
+    "provider_name",
+    "publisher_name",
+    "invoice_issuer_name",
+    "service_category",
+    "charge_frequency",
+    "pricing_category",
+    "consumed_unit",
+    "commitment_discount_category",
+    "commitment_discount_id",
+    "commitment_discount_name",
+    "commitment_discount_status",
+    "commitment_discount_type",
+    "region_name",
+    "resource_type",
+    "sku_price_id",
+)
+
+# The profile columns of a relation, in PROFILE_COLUMNS order, for a select list.
+LINE_PROFILE_COLUMNS = Macro(
+    "line_profile_columns",
+    ("relation",),
+    ", ".join(f"{{relation}}.{column}" for column in PROFILE_COLUMNS),
+    relations=("relation",),
+)
+
+# A line's profile key: a 64-bit hash of its profile columns (63 bits, a BIGINT on both engines;
+# Spark's is xxhash64, so the values are the engine's own). checks.line_profile_keys_unique
+# fails the run if two profiles of a bill ever share one.
+LINE_PROFILE_KEY = Macro(
+    "line_profile_key",
+    ("relation",),
+    "cast(hash("
+    + ", ".join(f"{{relation}}.{column}" for column in PROFILE_COLUMNS)
+    + ") >> 1 as bigint)",
+    relations=("relation",),
 )
 
 MACROS = {
@@ -80,7 +160,10 @@ MACROS = {
         LINE_ID,
         FILE_OF_LINE,
         IN_RESOURCE_PARTITION,
+        IN_FIRST_PASS,
         IN_ALLOCATION_MODEL,
+        LINE_PROFILE_COLUMNS,
+        LINE_PROFILE_KEY,
     )
 }
 _CALL = re.compile(r"\b(" + "|".join(MACROS) + r")\s*\(", re.IGNORECASE)

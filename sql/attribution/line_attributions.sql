@@ -3,6 +3,10 @@
 -- Computed once for both allocation models. Lines meet the resource+time windows in one equi-join on the
 -- window; each line's slices, their sum and its rounding remainder are computed inside the line's row
 -- (lists), so no join or aggregate is keyed by line_id.
+-- Built in resource-hash passes (in_resource_partition, pipeline/dag/partitions.py): each pass joins the lines
+-- of one slice of the resources to that slice's windows, so the join's build side (the windows with their
+-- holder lists) is a slice of the month's; the slices placed by tag and by split cost, which no resource
+-- splits, are computed whole in the first pass (in_first_pass).
 -- materialized: intermediate (a step of the build, never published: allocation.cost_slices carries its result)
 with cost_lines as (
     select
@@ -27,7 +31,9 @@ tag_matches as (
 ),
 
 held_windows as (
-    select * from attribution.resource_time_overlaps
+    select resource_time_overlaps.*
+    from attribution.resource_time_overlaps as resource_time_overlaps
+    where in_resource_partition(resource_time_overlaps.resource_id)
 ),
 
 split_cost_shares as (
@@ -65,6 +71,7 @@ tag_slices as (
     from tag_matches
     inner join cost_lines on tag_matches.line_id = cost_lines.line_id
     anti join excluded_lines on tag_matches.line_id = excluded_lines.line_id
+    where in_first_pass()
 ),
 
 split_parts as (
@@ -85,7 +92,7 @@ split_parts as (
                 coalesce(split_cost_shares.experiment_id, '') asc
         ) as slice_rank
     from split_cost_shares
-    where split_cost_shares.experiment_id is not null
+    where split_cost_shares.experiment_id is not null and in_first_pass()
     qualify split_cost_shares.split_cost > 0
 ),
 
@@ -140,6 +147,7 @@ held_lines as (
     anti join tag_matches on cost_lines.line_id = tag_matches.line_id
     anti join split_lines on cost_lines.line_id = split_lines.line_id
     anti join excluded_lines on cost_lines.line_id = excluded_lines.line_id
+    where in_resource_partition(cost_lines.resource_id)
 ),
 
 held_parts as (

@@ -168,7 +168,7 @@ def test_every_world_on_spark_connect(
 
 
 def _cost_lines(duckdb_runs: dict[str, tuple[Path, Any]], world: str) -> int:
-    return int(duckdb_runs[world][1].row_counts["normalized.cost_lines"])
+    return int(duckdb_runs[world][1].row_counts["normalized.cost_line_facts"])
 
 
 BILL = {"demo": "raw.aws_cur2", "gcp": "raw.gcp_billing", "focus": "raw.focus_billing"}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from decimal import Decimal
 
 import pytest
-from builders import at, cur_line, rebuild, records, run_check, sql_models
+from builders import at, cur_line, lines_as_table, rebuild, records, run_check, sql_models
 from exact_checks import exact_problems
 
 D = Decimal
@@ -146,6 +146,7 @@ def test_every_attempt_costed_fails_on_a_duplicate_row(built):
 
 
 def test_no_double_counting_fails_on_a_duplicate_line(built):
+    lines_as_table(built)
     built.execute(
         "insert into normalized.cost_lines select * from normalized.cost_lines where line_id = 1"
     )
@@ -164,6 +165,7 @@ def test_no_double_counting_fails_on_a_duplicate_line(built):
 
 def test_no_double_counting_fails_on_a_file_read_twice(built):
     # the same file registered again under the next file index: new ids, the same source rows
+    lines_as_table(built)
     built.execute(
         "insert into normalized.cost_lines select * replace (line_id + 4294967296 as line_id) "
         "from normalized.cost_lines"
@@ -177,6 +179,7 @@ def test_no_double_counting_fails_on_a_file_read_twice(built):
 
 
 def test_no_double_counting_fails_on_files_sharing_ids(built):
+    lines_as_table(built)
     built.execute(
         "insert into normalized.cost_lines select * replace ('part-1.parquet' as source_file) "
         "from normalized.cost_lines where line_id = 3"
@@ -190,6 +193,7 @@ def test_no_double_counting_fails_on_files_sharing_ids(built):
 
 
 def test_no_double_counting_fails_on_a_split_cost_row(built):
+    lines_as_table(built)
     built.execute("update normalized.cost_lines set operation = 'EKSPod-EC2' where line_id = 2")
 
     rows = run_check(built, "no_double_counting")
@@ -337,6 +341,7 @@ def test_slices_sum_to_line_sees_a_slice_moved_to_another_line(built):
 
 def test_the_checksum_cannot_see_a_missing_zero_cost_line(built):
     """What the header of slices_sum_to_line says it cannot catch; the exact check can."""
+    lines_as_table(built)
     built.execute(
         "update normalized.cost_lines set billed_cost = 0, effective_cost = 0, "
         "list_cost = 0, net_cost = 0 where line_id = 3"
@@ -345,3 +350,18 @@ def test_the_checksum_cannot_see_a_missing_zero_cost_line(built):
 
     assert run_check(built, "slices_sum_to_line") == []
     assert exact_problems(built)["slices_sum_to_line"] == [("fully_loaded", 3), ("marginal", 3)]
+
+
+def test_line_profile_keys_unique_fails_when_two_profiles_share_a_key(built):
+    profiles = records(built, "select count(*) as n from normalized.cost_line_profiles")[0]["n"]
+    assert 0 < profiles < 4  # the four lines share profiles: one row per combination
+    built.execute(
+        "insert into normalized.cost_line_profiles select * replace ('other' as usage_type) "
+        "from normalized.cost_line_profiles limit 1"
+    )
+
+    rows = run_check(built, "line_profile_keys_unique")
+
+    assert [row["profiles"] for row in rows] == [2]
+    # what the check guards against: the view would give the key's lines twice
+    assert exact_problems(built)["unique_lines"]

@@ -9,7 +9,7 @@ import duckdb
 import pytest
 
 from pipeline.common.errors import ModelError
-from pipeline.dag.macros import expand_macros
+from pipeline.dag.macros import PROFILE_COLUMNS, expand_macros
 from pipeline.dag.models import discover, parse_model, sql_root
 
 
@@ -161,3 +161,59 @@ def test_the_allocation_model_rule_is_written_once() -> None:
         "marts.tco_breakdown",
         "marts.unallocated_costs",
     ]
+
+
+def test_a_profile_key_hashes_every_profile_column_of_one_relation() -> None:
+    sql = expand_macros("select line_profile_key(lines) as k", "x")
+    assert sql.startswith("select cast(hash(lines.source_delivery, lines.source_file, ")
+    assert sql.endswith(") >> 1 as bigint) as k")
+    assert sql.count("lines.") == len(PROFILE_COLUMNS)
+    columns = expand_macros("select line_profile_columns(p)", "x")
+    assert columns == "select " + ", ".join(f"p.{name}" for name in PROFILE_COLUMNS)
+
+
+def test_profiles_that_differ_in_one_column_or_a_null_get_other_keys() -> None:
+    """Each column and its position counts: NULL, '' and a value moved to the next column."""
+    con = duckdb.connect()
+    names = ", ".join(PROFILE_COLUMNS)
+    base = ["'x'"] * len(PROFILE_COLUMNS)
+    variants = [base]
+    for index in range(len(PROFILE_COLUMNS)):
+        for value in ("null", "''", "'y'"):
+            variants.append([*base[:index], value, *base[index + 1 :]])
+    rows = " union all ".join(
+        f"select {', '.join(f'{v} as {n}' for v, n in zip(row, PROFILE_COLUMNS, strict=True))}"
+        for row in variants
+    )
+    sql = expand_macros(f"select line_profile_key(t) from ({rows}) as t({names})", "x")
+    keys = [row[0] for row in con.execute(sql).fetchall()]
+    assert len(set(keys)) == len(variants) == 1 + 3 * len(PROFILE_COLUMNS)
+    assert all(0 <= key < 2**63 for key in keys)  # a BIGINT on both engines
+
+
+def test_a_profile_macro_takes_the_alias_of_a_table() -> None:
+    with pytest.raises(ModelError, match="takes the alias of a table as relation"):
+        parse_model("normalized", "m", "-- M.\n-- grain: x\nselect line_profile_key(a.b) as k")
+
+
+def test_the_profile_columns_are_the_lines_columns_the_facts_leave_out() -> None:
+    """normalized.cost_lines is facts + profiles: each column from exactly one of the two."""
+    models = {model.qualified: model for model in discover()}
+    view = models["normalized.cost_lines"].sql
+    from_profiles = re.findall(r"^\s+profiles\.(\w+),?$", view, re.MULTILINE)
+    from_facts = re.findall(r"^\s+facts\.(\w+),?$", view, re.MULTILINE)
+    assert sorted(from_profiles) == sorted(PROFILE_COLUMNS)
+    facts = models["normalized.cost_line_facts"].sql
+    made = re.findall(
+        r"^\s+provider_lines\.(\w+),$|\bas (\w+)(?:  -- noqa: RF02)?,?$", facts, re.MULTILINE
+    )
+    assert from_facts == [a or b for a, b in made if (a or b) != "profile_key"]
+    assert not set(from_facts) & set(PROFILE_COLUMNS)
+
+
+def test_rows_no_resource_splits_are_built_in_the_first_pass_only() -> None:
+    assert expand_macros("select 1 where in_first_pass()", "x") == (
+        "select 1 where (__runcost_partition__ = 0)"
+    )
+    with pytest.raises(ModelError, match=r"takes 0 arguments"):
+        expand_macros("select in_first_pass(a)", "x")

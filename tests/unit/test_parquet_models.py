@@ -120,5 +120,5 @@ def test_a_table_without_billing_periods_is_one_file(tmp_path: Path) -> None:
 
 def test_the_per_line_tables_are_written_once_as_parquet() -> None:
     shipped = {model.qualified for model in discover() if model.materialization == "parquet"}
-    assert shipped == {"normalized.cost_lines", "allocation.cost_slices"}
+    assert shipped == {"normalized.cost_line_facts", "allocation.cost_slices"}
     assert parse_model("normalized", "x", LINES.format(period="'a'", rows=1)).created_as == "table"

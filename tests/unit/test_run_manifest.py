@@ -52,7 +52,7 @@ def test_failed_check_keeps_the_previous_snapshot(tmp_path: Path, monkeypatch) -
         run_pipeline(config)
 
     message = str(caught.value)
-    lines = first.row_counts["normalized.cost_lines"]
+    lines = first.row_counts["normalized.cost_line_facts"]
     assert f"check always_fails failed: {lines} row(s) break it; first rows:" in message
     assert "nothing was published; the previous snapshot stays current" in message
     assert "the failed build is kept for inspection: duckdb " in message

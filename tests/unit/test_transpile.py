@@ -116,6 +116,12 @@ def test_epoch_functions() -> None:
     )
 
 
+def test_hash_as_xxhash64() -> None:
+    assert to_spark("select hash(a, b) from x") == (
+        "SELECT XXHASH64(a IS NULL, a, b IS NULL, b) FROM x"
+    )
+
+
 def test_micro_intervals() -> None:
     assert to_spark("select t + to_microseconds(n) from x") == (
         "SELECT t + MAKE_DT_INTERVAL(0, 0, 0, CAST(CAST(n AS DECIMAL(38, 0)) * 0.000001 AS "

@@ -305,6 +305,22 @@ def local_to_instant(tree: exp.Expression) -> exp.Expression:
     return tree
 
 
+def hash_as_xxhash64(tree: exp.Expression) -> exp.Expression:
+    """`hash(a, b)` -> `xxhash64(a is null, a, b is null, b)`: a 64-bit hash, as DuckDB's is.
+
+    Spark's `hash` is 32 bits (two of a million profiles would share a key far too often), and
+    its hashes skip NULL arguments, so `(NULL, 'x')` and `('x', NULL)` would hash alike: the
+    is-null markers keep each argument in its place. The values are Spark's own, not DuckDB's.
+    """
+    for node in list(tree.find_all(exp.Anonymous)):
+        if node.name.lower() == "hash" and node.expressions:
+            arguments = []
+            for argument in node.expressions:
+                arguments += [exp.Is(this=argument.copy(), expression=exp.Null()), argument.copy()]
+            node.replace(exp.Anonymous(this="xxhash64", expressions=arguments))
+    return tree
+
+
 def cte_hints(tree: exp.Expression) -> exp.Expression:
     """`x as not materialized (...)` -> `x as (...)`: Spark SQL has no materialization hints.
 
@@ -327,6 +343,7 @@ REWRITES: tuple[tuple[str, Rewrite], ...] = (
     ("exclusive_ranges", exclusive_ranges),
     ("safe_subscripts", safe_subscripts),
     ("epoch_functions", epoch_functions),
+    ("hash_as_xxhash64", hash_as_xxhash64),
     ("list_sums", list_sums),
     ("local_to_instant", local_to_instant),
     ("micro_intervals", micro_intervals),

@@ -1,0 +1,71 @@
+-- What is particular to each cost line: ledger keys, times, resource, quantities, money, tags, its profile's key.
+-- grain: one row per billed line item (line_id), every provider
+-- materialized: parquet (written once, as the published Parquet, and read by the build through normalized.cost_lines)
+-- The text columns with few values in a bill (line_profile_columns: category, service, usage type, account names,
+-- delivery, ...) are stored once per combination in normalized.cost_line_profiles and named here by profile_key:
+-- encoding them on every line cost about half of this table's CPU (docs/performance.md). normalized.cost_lines joins
+-- the two back into the whole line.
+-- The attribution tags are read here, once, from the tags map with the configured keys, each source format under
+-- its own spelling: CUR lines under the CUR-normalized keys (attempt-id -> user_attempt_id), Google Cloud labels
+-- and FOCUS Tags under the keys exactly as configured.
+with provider_lines as (
+    select * from staging.provider_cost_lines
+),
+
+attribution_settings as (
+    select * from config.attribution
+),
+
+final as (
+    select
+        provider_lines.line_id,
+        provider_lines.provider,
+        provider_lines.source_line,
+        provider_lines.billing_account_id,
+        provider_lines.billing_period,
+        provider_lines.billing_period_start,
+        provider_lines.billing_period_end,
+        provider_lines.charge_period_start,
+        provider_lines.charge_period_end,
+        provider_lines.resource_id,
+        provider_lines.consumed_quantity,
+        provider_lines.usage_seconds,
+        provider_lines.billing_currency,
+        provider_lines.billed_cost,
+        provider_lines.effective_cost,
+        provider_lines.list_cost,
+        provider_lines.net_cost,
+        provider_lines.credits_by_type,
+        provider_lines.tags,
+        list_filter(
+            list_transform(
+                case
+                    when provider_lines.source_format = 'aws_cur' then attribution_settings.attempt_tag_keys
+                    else attribution_settings.attempt_label_keys
+                end,
+                lambda tag_key: provider_lines.tags[tag_key]  -- noqa: RF02
+            ),
+            lambda tag_value: coalesce(tag_value, '') <> ''  -- noqa: RF02
+        )[1] as attempt_tag,
+        list_filter(
+            list_transform(
+                case
+                    when provider_lines.source_format = 'aws_cur' then attribution_settings.experiment_tag_keys
+                    else attribution_settings.experiment_label_keys
+                end,
+                lambda tag_key: provider_lines.tags[tag_key]  -- noqa: RF02
+            ),
+            lambda tag_value: coalesce(tag_value, '') <> ''  -- noqa: RF02
+        )[1] as experiment_tag,
+        provider_lines.pricing_quantity,
+        provider_lines.list_unit_price,
+        provider_lines.contracted_unit_price,
+        provider_lines.contracted_cost,
+        provider_lines.resource_name,
+        -- a macro (pipeline/dag/macros.py): a hash of the profile columns
+        line_profile_key(provider_lines) as profile_key  -- noqa: RF02
+    from provider_lines
+    cross join attribution_settings
+)
+
+select * from final
