@@ -78,6 +78,15 @@ IN_RESOURCE_PARTITION = Macro(
     f"(hash({{resource_id}}) % {PARTITIONS} = {PARTITION})",
 )
 
+# A line's attribution tag: the first non-empty value in its tags map among the configured keys,
+# in their order (NULL when none has one).
+FIRST_TAG_VALUE = Macro(
+    "first_tag_value",
+    ("tags", "tag_keys"),
+    "list_filter(list_transform({tag_keys}, lambda tag_key: {tags}[tag_key]), "
+    "lambda tag_value: coalesce(tag_value, '') <> '')[1]",
+)
+
 # Rows a model partitioned by resource computes whole in one pass, the first (rows that no
 # resource splits, such as a line placed by its tag): with in_resource_partition on its other
 # rows, the passes' union is the model.
@@ -161,6 +170,7 @@ MACROS = {
         FILE_OF_LINE,
         IN_RESOURCE_PARTITION,
         IN_FIRST_PASS,
+        FIRST_TAG_VALUE,
         IN_ALLOCATION_MODEL,
         LINE_PROFILE_COLUMNS,
         LINE_PROFILE_KEY,

@@ -37,26 +37,20 @@ final as (
         provider_lines.net_cost,
         provider_lines.credits_by_type,
         provider_lines.tags,
-        list_filter(
-            list_transform(
-                case
-                    when provider_lines.source_format = 'aws_cur' then attribution_settings.attempt_tag_keys
-                    else attribution_settings.attempt_label_keys
-                end,
-                lambda tag_key: provider_lines.tags[tag_key]  -- noqa: RF02
-            ),
-            lambda tag_value: coalesce(tag_value, '') <> ''  -- noqa: RF02
-        )[1] as attempt_tag,
-        list_filter(
-            list_transform(
-                case
-                    when provider_lines.source_format = 'aws_cur' then attribution_settings.experiment_tag_keys
-                    else attribution_settings.experiment_label_keys
-                end,
-                lambda tag_key: provider_lines.tags[tag_key]  -- noqa: RF02
-            ),
-            lambda tag_value: coalesce(tag_value, '') <> ''  -- noqa: RF02
-        )[1] as experiment_tag,
+        first_tag_value(
+            provider_lines.tags,
+            case
+                when provider_lines.source_format = 'aws_cur' then attribution_settings.attempt_tag_keys
+                else attribution_settings.attempt_label_keys
+            end
+        ) as attempt_tag,
+        first_tag_value(
+            provider_lines.tags,
+            case
+                when provider_lines.source_format = 'aws_cur' then attribution_settings.experiment_tag_keys
+                else attribution_settings.experiment_label_keys
+            end
+        ) as experiment_tag,
         provider_lines.pricing_quantity,
         provider_lines.list_unit_price,
         provider_lines.contracted_unit_price,

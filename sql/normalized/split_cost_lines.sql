@@ -37,20 +37,8 @@ final as (
         split_items.public_on_demand_split_cost,
         split_items.public_on_demand_unused_cost,
         split_items.resource_tags as tags,
-        list_filter(
-            list_transform(
-                attribution_settings.attempt_tag_keys,
-                lambda tag_key: split_items.resource_tags[tag_key]  -- noqa: RF02
-            ),
-            lambda tag_value: coalesce(tag_value, '') <> ''  -- noqa: RF02
-        )[1] as attempt_tag,
-        list_filter(
-            list_transform(
-                attribution_settings.experiment_tag_keys,
-                lambda tag_key: split_items.resource_tags[tag_key]  -- noqa: RF02
-            ),
-            lambda tag_value: coalesce(tag_value, '') <> ''  -- noqa: RF02
-        )[1] as experiment_tag
+        first_tag_value(split_items.resource_tags, attribution_settings.attempt_tag_keys) as attempt_tag,
+        first_tag_value(split_items.resource_tags, attribution_settings.experiment_tag_keys) as experiment_tag
     from split_items
     cross join attribution_settings
 )

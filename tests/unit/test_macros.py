@@ -217,3 +217,20 @@ def test_rows_no_resource_splits_are_built_in_the_first_pass_only() -> None:
     )
     with pytest.raises(ModelError, match=r"takes 0 arguments"):
         expand_macros("select in_first_pass(a)", "x")
+
+
+def test_the_first_tag_rule_is_written_once() -> None:
+    """The first non-empty tag among the configured keys: one macro, called by both line tables."""
+    sql = expand_macros("select first_tag_value(t.m, t.k) from t", "x")
+    con = duckdb.connect()
+    rows = []
+    for tags in ("'a': '', 'b': 'x', 'c': 'y'", "'c': 'y'", "'z': 'w'"):
+        con.execute(f"create or replace table t as select map {{{tags}}} as m, ['a', 'b', 'c'] k")
+        rows.append(con.execute(sql).fetchone()[0])
+    assert rows == ["x", "y", None]
+    copies = [
+        path.name
+        for path in sql_root().rglob("*.sql")
+        if "lambda tag_value" in _without_comments(path.read_text("utf-8"))
+    ]
+    assert copies == []
