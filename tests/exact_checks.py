@@ -3,7 +3,7 @@
 sql/checks/slices_sum_to_line.sql, shares_in_range.sql and no_double_counting.sql avoid a
 group-by on line_id, the largest hash table of a month at scale; their headers say what they
 cannot see. These queries group by line and catch it all. They run on a build database or a
-published runcost.duckdb (both have allocation.model_slices and normalized.cost_lines) in
+published runcost.duckdb (both have allocation.model_slices and the normalized cost lines) in
 tests/e2e/test_core_shape.py for every scenario world, and in tests/sql/test_model_checks.py
 against planted corruptions.
 """
@@ -73,10 +73,20 @@ group by source_delivery, source_file, source_line having count(*) > 1
 order by all
 """
 
+# every slice carries its line's profile_key: the marts read a line's service and category by it
+SLICE_PROFILES = """
+select slices.allocation_model, slices.line_id
+from allocation.model_slices as slices
+left join normalized.cost_line_facts as facts on slices.line_id = facts.line_id
+where facts.profile_key is distinct from slices.profile_key
+order by all
+"""
+
 EXACT_CHECKS = {
     "slices_sum_to_line": SLICES_SUM_TO_LINE,
     "shares_per_line": SHARES_PER_LINE,
     "unique_lines": UNIQUE_LINES,
+    "slice_profiles": SLICE_PROFILES,
 }
 
 

@@ -4,8 +4,10 @@
 -- materialized: parquet (written once, as the published Parquet; the marts read it through a view)
 -- allocation_models is 'both' (attributed slices, and a rest no pool takes), 'marginal' or 'fully_loaded';
 -- allocation.model_slices expands it. Only the line's ledger keys are carried (provider, account, period,
--- currency), from the attribution steps, never by a join on line_id; allocation.cost_allocations adds the
--- other dimensions on read.
+-- currency) and its profile's key (profile_key), from the attribution steps, never by a join on line_id: a mart
+-- that reads a line's category, service or usage type joins the bill's few thousand profiles
+-- (normalized.cost_line_profiles) on it, not the lines. allocation.cost_allocations adds the other dimensions
+-- on read.
 with line_attributions as (
     select * from attribution.line_attributions
 ),
@@ -54,7 +56,8 @@ attributed as (
         line_attributions.billed_cost,
         line_attributions.effective_cost,
         line_attributions.list_cost,
-        line_attributions.net_cost
+        line_attributions.net_cost,
+        line_attributions.profile_key
     from line_attributions
 ),
 
@@ -78,7 +81,8 @@ marginal_unallocated as (
         remainders.billed_cost,
         remainders.effective_cost,
         remainders.list_cost,
-        remainders.net_cost
+        remainders.net_cost,
+        remainders.profile_key
     from remainders
     left join first_pools on remainders.line_id = first_pools.line_id
 ),
@@ -103,14 +107,16 @@ split_idle_unallocated as (
         sum(split_unused_shares.billed_cost) as billed_cost,
         sum(split_unused_shares.effective_cost) as effective_cost,
         sum(split_unused_shares.list_cost) as list_cost,
-        sum(split_unused_shares.net_cost) as net_cost
+        sum(split_unused_shares.net_cost) as net_cost,
+        split_unused_shares.profile_key
     from split_unused_shares
     group by
         split_unused_shares.line_id,
         split_unused_shares.provider,
         split_unused_shares.billing_account_id,
         split_unused_shares.billing_period,
-        split_unused_shares.billing_currency
+        split_unused_shares.billing_currency,
+        split_unused_shares.profile_key
 ),
 
 split_idle_shared as (
@@ -133,7 +139,8 @@ split_idle_shared as (
         split_unused_shares.billed_cost,
         split_unused_shares.effective_cost,
         split_unused_shares.list_cost,
-        split_unused_shares.net_cost
+        split_unused_shares.net_cost,
+        split_unused_shares.profile_key
     from split_unused_shares
 ),
 
@@ -156,7 +163,8 @@ shared as (
         pool_shares.billed_cost,
         pool_shares.effective_cost,
         pool_shares.list_cost,
-        pool_shares.net_cost
+        pool_shares.net_cost,
+        pool_shares.profile_key
     from pool_shares
 ),
 
@@ -187,7 +195,8 @@ fully_loaded_unallocated as (
         remainders.billed_cost,
         remainders.effective_cost,
         remainders.list_cost,
-        remainders.net_cost
+        remainders.net_cost,
+        remainders.profile_key
     from remainders
     inner join first_pools on remainders.line_id = first_pools.line_id
     left join pool_windows
@@ -231,7 +240,8 @@ final as (
         slices.billed_cost,
         slices.effective_cost,
         slices.list_cost,
-        slices.net_cost
+        slices.net_cost,
+        slices.profile_key
     from slices
 )
 

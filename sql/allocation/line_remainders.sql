@@ -38,7 +38,8 @@ final as (
         remainders.provider,
         remainders.billing_account_id,
         remainders.billing_period,
-        remainders.billing_currency
+        remainders.billing_currency,
+        remainders.profile_key
     from remainders
     left join idle_totals on remainders.line_id = idle_totals.line_id
     where remainders.unallocated_reason <> 'split_unused_capacity'

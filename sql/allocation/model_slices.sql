@@ -29,7 +29,8 @@ final as (
         cost_slices.billed_cost,
         cost_slices.effective_cost,
         cost_slices.list_cost,
-        cost_slices.net_cost
+        cost_slices.net_cost,
+        cost_slices.profile_key
     from cost_slices
     inner join allocation_models
         on in_allocation_model(cost_slices.allocation_models, allocation_models.allocation_model)

@@ -88,7 +88,8 @@ final as (
         totals.provider,
         totals.billing_account_id,
         totals.billing_period,
-        totals.billing_currency
+        totals.billing_currency,
+        totals.profile_key
     from totals
 )
 

@@ -13,7 +13,7 @@ cost_lines as (
         cost_lines.charge_period_end,
         cost_lines.billing_period_start,
         cost_lines.billing_period_end
-    from normalized.cost_lines as cost_lines
+    from normalized.cost_line_facts as cost_lines
 ),
 
 pool_line_matches as (

@@ -21,8 +21,9 @@ cost_lines as (
         cost_lines.provider,
         cost_lines.billing_account_id,
         cost_lines.billing_period,
-        cost_lines.billing_currency
-    from normalized.cost_lines as cost_lines
+        cost_lines.billing_currency,
+        cost_lines.profile_key
+    from normalized.cost_line_facts as cost_lines
 ),
 
 idle as (
@@ -36,6 +37,7 @@ idle as (
         cost_lines.billing_account_id,
         cost_lines.billing_period,
         cost_lines.billing_currency,
+        cost_lines.profile_key,
         remainders.billed_cost as rest_billed_cost,
         remainders.effective_cost as rest_effective_cost,
         remainders.list_cost as rest_list_cost,
@@ -107,7 +109,8 @@ final as (
         totals.provider,
         totals.billing_account_id,
         totals.billing_period,
-        totals.billing_currency
+        totals.billing_currency,
+        totals.profile_key
     from totals
 )
 

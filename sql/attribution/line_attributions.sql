@@ -22,8 +22,9 @@ with cost_lines as (
         cost_lines.provider,
         cost_lines.billing_account_id,
         cost_lines.billing_period,
-        cost_lines.billing_currency
-    from normalized.cost_lines as cost_lines
+        cost_lines.billing_currency,
+        cost_lines.profile_key
+    from normalized.cost_line_facts as cost_lines
 ),
 
 tag_matches as (
@@ -67,7 +68,8 @@ tag_slices as (
         cost_lines.provider,
         cost_lines.billing_account_id,
         cost_lines.billing_period,
-        cost_lines.billing_currency
+        cost_lines.billing_currency,
+        cost_lines.profile_key
     from tag_matches
     inner join cost_lines on tag_matches.line_id = cost_lines.line_id
     anti join excluded_lines on tag_matches.line_id = excluded_lines.line_id
@@ -107,6 +109,7 @@ split_rounded as (
         cost_lines.billing_account_id,
         cost_lines.billing_period,
         cost_lines.billing_currency,
+        cost_lines.profile_key,
         cast(cost_lines.billed_cost * split_parts.share as decimal(38, 10)) as billed_part,
         cast(cost_lines.effective_cost * split_parts.share as decimal(38, 10)) as effective_part,
         cast(cost_lines.list_cost * split_parts.share as decimal(38, 10)) as list_part,
@@ -158,6 +161,7 @@ held_parts as (
         held_lines.billing_account_id,
         held_lines.billing_period,
         held_lines.billing_currency,
+        held_lines.profile_key,
         held_lines.billed_cost,
         held_lines.effective_cost,
         held_lines.list_cost,
@@ -210,6 +214,7 @@ held_slices as (
         held_sums.billing_account_id,
         held_sums.billing_period,
         held_sums.billing_currency,
+        held_sums.profile_key,
         held_sums.billed_cost as line_billed_cost,
         held_sums.effective_cost as line_effective_cost,
         held_sums.list_cost as line_list_cost,
@@ -247,7 +252,8 @@ rounded as (
         split_totals.provider,
         split_totals.billing_account_id,
         split_totals.billing_period,
-        split_totals.billing_currency
+        split_totals.billing_currency,
+        split_totals.profile_key
     from split_totals
     union all
     select
@@ -274,7 +280,8 @@ rounded as (
         held_slices.provider,
         held_slices.billing_account_id,
         held_slices.billing_period,
-        held_slices.billing_currency
+        held_slices.billing_currency,
+        held_slices.profile_key
     from held_slices
 ),
 
@@ -316,7 +323,8 @@ shared_slices as (
         rounded.provider,
         rounded.billing_account_id,
         rounded.billing_period,
-        rounded.billing_currency
+        rounded.billing_currency,
+        rounded.profile_key
     from rounded
 ),
 

@@ -10,7 +10,7 @@
 -- resources' hours and windows in memory; the horizon stays the whole bill's.
 -- materialized: intermediate (a step of the build, never published: allocation.cost_slices carries its result)
 with cost_lines as (
-    select * from normalized.cost_lines
+    select * from normalized.cost_line_facts
 ),
 
 attempts as (

@@ -6,7 +6,7 @@ with tagged_lines as (
         cost_lines.line_id,
         cost_lines.attempt_tag,
         cost_lines.experiment_tag
-    from normalized.cost_lines as cost_lines
+    from normalized.cost_line_facts as cost_lines
     where cost_lines.attempt_tag is not null or cost_lines.experiment_tag is not null
 ),
 

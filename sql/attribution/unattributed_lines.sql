@@ -2,7 +2,7 @@
 -- grain: one row per line_id not wholly attributed
 -- materialized: intermediate (a step of the build, never published: allocation.cost_slices carries its result)
 with cost_lines as (
-    select * from normalized.cost_lines
+    select * from normalized.cost_line_facts
 ),
 
 line_attributions as (
@@ -80,7 +80,8 @@ final as (
         cost_lines.provider,
         cost_lines.billing_account_id,
         cost_lines.billing_period,
-        cost_lines.billing_currency
+        cost_lines.billing_currency,
+        cost_lines.profile_key
     from cost_lines
     cross join attribution_settings
     left join placed on cost_lines.line_id = placed.line_id

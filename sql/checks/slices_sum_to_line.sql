@@ -1,23 +1,26 @@
 -- Every cost line is split whole, once, under each model: a line-weighted checksum of the slices equals the lines'.
--- grain: one row per (allocation_model, provider, billing_account_id, billing_period, billing_currency) that differs
+-- grain: one row per (allocation_model, provider, billing_account_id, billing_period, billing_currency, profile_key)
+-- that differs
 -- A checksum, not a per-line comparison: a group-by on line_id is the largest hash table of a month at scale.
 -- On both sides each line's cost is weighted by w = 1 + abs(hash(line_id) % 1021), summed exactly in DECIMAL, in
--- every basis, per ledger and model. It catches a slice lost, added, inflated or moved to another line, unless
--- another error cancels it exactly under the weights; it cannot see a line missing whose cost is 0 in all four
--- bases, nor two lines of equal weight trading cost. The exact per-line comparison (tests/exact_checks.py) runs
--- in the test suite on every scenario world.
+-- every basis, per ledger, profile and model. It catches a slice lost, added, inflated or moved to another line,
+-- and a slice carrying another profile_key than its line's (the marts would count it under another service or
+-- category), unless another error cancels it exactly under the weights; it cannot see a line missing whose cost
+-- is 0 in all four bases, nor two lines of equal weight and profile trading cost. The exact per-line comparisons
+-- (tests/exact_checks.py) run in the test suite on every scenario world.
 with cost_lines as (
     select
         cost_lines.provider,
         cost_lines.billing_account_id,
         cost_lines.billing_period,
         cost_lines.billing_currency,
+        cost_lines.profile_key,
         cast(1 + abs(hash(cost_lines.line_id) % 1021) as integer) as line_weight,
         cost_lines.billed_cost,
         cost_lines.effective_cost,
         cost_lines.list_cost,
         cost_lines.net_cost
-    from normalized.cost_lines as cost_lines
+    from normalized.cost_line_facts as cost_lines
 ),
 
 cost_slices as (
@@ -27,6 +30,7 @@ cost_slices as (
         cost_slices.billing_account_id,
         cost_slices.billing_period,
         cost_slices.billing_currency,
+        cost_slices.profile_key,
         cast(1 + abs(hash(cost_slices.line_id) % 1021) as integer) as line_weight,
         cost_slices.billed_cost,
         cost_slices.effective_cost,
@@ -45,6 +49,7 @@ line_sums as (
         cost_lines.billing_account_id,
         cost_lines.billing_period,
         cost_lines.billing_currency,
+        cost_lines.profile_key,
         sum(cost_lines.billed_cost * cost_lines.line_weight) as billed_checksum,
         sum(cost_lines.effective_cost * cost_lines.line_weight) as effective_checksum,
         sum(cost_lines.list_cost * cost_lines.line_weight) as list_checksum,
@@ -54,7 +59,8 @@ line_sums as (
         cost_lines.provider,
         cost_lines.billing_account_id,
         cost_lines.billing_period,
-        cost_lines.billing_currency
+        cost_lines.billing_currency,
+        cost_lines.profile_key
 ),
 
 stored_sums as (
@@ -65,6 +71,7 @@ stored_sums as (
         cost_slices.billing_account_id,
         cost_slices.billing_period,
         cost_slices.billing_currency,
+        cost_slices.profile_key,
         sum(cost_slices.billed_cost * cost_slices.line_weight) as billed_checksum,
         sum(cost_slices.effective_cost * cost_slices.line_weight) as effective_checksum,
         sum(cost_slices.list_cost * cost_slices.line_weight) as list_checksum,
@@ -75,7 +82,8 @@ stored_sums as (
         cost_slices.provider,
         cost_slices.billing_account_id,
         cost_slices.billing_period,
-        cost_slices.billing_currency
+        cost_slices.billing_currency,
+        cost_slices.profile_key
 ),
 
 slice_sums as (
@@ -85,6 +93,7 @@ slice_sums as (
         stored_sums.billing_account_id,
         stored_sums.billing_period,
         stored_sums.billing_currency,
+        stored_sums.profile_key,
         sum(stored_sums.billed_checksum) as billed_checksum,
         sum(stored_sums.effective_checksum) as effective_checksum,
         sum(stored_sums.list_checksum) as list_checksum,
@@ -97,7 +106,8 @@ slice_sums as (
         stored_sums.provider,
         stored_sums.billing_account_id,
         stored_sums.billing_period,
-        stored_sums.billing_currency
+        stored_sums.billing_currency,
+        stored_sums.profile_key
 ),
 
 expected as (
@@ -115,6 +125,7 @@ final as (
         coalesce(expected.billing_account_id, slice_sums.billing_account_id) as billing_account_id,
         coalesce(expected.billing_period, slice_sums.billing_period) as billing_period,
         coalesce(expected.billing_currency, slice_sums.billing_currency) as billing_currency,
+        coalesce(expected.profile_key, slice_sums.profile_key) as profile_key,
         expected.billed_checksum as lines_billed_checksum,
         slice_sums.billed_checksum as slices_billed_checksum
     from expected
@@ -125,6 +136,7 @@ final as (
             and expected.billing_account_id is not distinct from slice_sums.billing_account_id
             and expected.billing_period is not distinct from slice_sums.billing_period
             and expected.billing_currency is not distinct from slice_sums.billing_currency
+            and expected.profile_key = slice_sums.profile_key
     where
         expected.allocation_model is null
         or slice_sums.allocation_model is null

@@ -29,7 +29,7 @@ cost_lines as (
     select
         cost_lines.line_id,
         cost_lines.charge_period_start
-    from normalized.cost_lines as cost_lines
+    from normalized.cost_line_facts as cost_lines
 ),
 
 allocation_models as (

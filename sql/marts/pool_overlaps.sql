@@ -9,7 +9,7 @@ pools as (
 ),
 
 cost_lines as (
-    select * from normalized.cost_lines
+    select * from normalized.cost_line_facts
 ),
 
 winners as (

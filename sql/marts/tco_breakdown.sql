@@ -12,8 +12,8 @@ with cost_slices as (
     select * from allocation.cost_slices
 ),
 
-cost_lines as (
-    select * from normalized.cost_lines
+profiles as (
+    select * from normalized.cost_line_profiles
 ),
 
 goodput as (
@@ -33,33 +33,33 @@ categories as (
         unnest([1, 2, 3, 4, 5, 6, 7, 8, 9]) as category_order
 ),
 
-line_categories as (
-    -- each line's category, computed before the join: the join's hash table holds the line id
-    -- and a short category, not the four columns the category is read from
+profile_categories as (
+    -- each profile's category: the columns it is read from are the profile's, so the slices
+    -- meet the bill's few thousand profiles on profile_key, never its lines on line_id
     select
-        cost_lines.line_id,
+        profiles.profile_key,
         case
-            when cost_lines.provider_line_type in ('SavingsPlanRecurringFee', 'RIFee') then 'idle_capacity'
-            when cost_lines.service_name like 'AWSSupport%' or cost_lines.service_name = 'AWSDeveloperSupport'
+            when profiles.provider_line_type in ('SavingsPlanRecurringFee', 'RIFee') then 'idle_capacity'
+            when profiles.service_name like 'AWSSupport%' or profiles.service_name = 'AWSDeveloperSupport'
                 then 'support'
-            when cost_lines.service_name in ('AmazonEKS', 'AmazonECS') then 'control_plane'
+            when profiles.service_name in ('AmazonEKS', 'AmazonECS') then 'control_plane'
             when
-                cost_lines.usage_type like '%DataTransfer%'
-                or cost_lines.usage_type like '%-Bytes%'
-                or cost_lines.service_name in ('AWSDataTransfer', 'AmazonVPC')
+                profiles.usage_type like '%DataTransfer%'
+                or profiles.usage_type like '%-Bytes%'
+                or profiles.service_name in ('AWSDataTransfer', 'AmazonVPC')
                 then 'networking'
             when
-                cost_lines.usage_type like '%EBS:%'
-                or cost_lines.service_name in ('AmazonS3', 'AmazonEFS', 'AmazonFSx')
+                profiles.usage_type like '%EBS:%'
+                or profiles.service_name in ('AmazonS3', 'AmazonEFS', 'AmazonFSx')
                 then 'storage'
-            when regexp_matches(coalesce(cost_lines.instance_type, ''), '^(ml\.)?(p[0-9]|g[0-9]|trn|inf|dl)')
+            when regexp_matches(coalesce(profiles.instance_type, ''), '^(ml\.)?(p[0-9]|g[0-9]|trn|inf|dl)')
                 then 'gpu_compute'
             when
-                cost_lines.instance_type is not null and cost_lines.instance_type <> ''
+                profiles.instance_type is not null and profiles.instance_type <> ''
                 then 'other_compute'
             else 'other'
         end as cost_category
-    from cost_lines
+    from profiles
 ),
 
 classified as (
@@ -70,10 +70,10 @@ classified as (
         cost_slices.experiment_id,
         cost_slices.billing_period,
         cost_slices.billing_currency,
-        line_categories.cost_category,
+        profile_categories.cost_category,
         sum(cost_slices.effective_cost) as effective_cost
     from cost_slices
-    inner join line_categories on cost_slices.line_id = line_categories.line_id
+    inner join profile_categories on cost_slices.profile_key = profile_categories.profile_key
     where cost_slices.experiment_id is not null
     group by all
 ),

@@ -4,11 +4,11 @@ with cost_slices as (
     select * from allocation.cost_slices
 ),
 
-cost_lines as (
+profiles as (
     select
-        cost_lines.line_id,
-        cost_lines.service_name
-    from normalized.cost_lines as cost_lines
+        profiles.profile_key,
+        profiles.service_name
+    from normalized.cost_line_profiles as profiles
 ),
 
 allocation_models as (
@@ -17,21 +17,22 @@ allocation_models as (
 
 stored_sums as (
     -- each stored slice once, by the models it belongs to, before the models are expanded: a
-    -- rest no pool takes is one slice of both models, joined to its line once
+    -- rest no pool takes is one slice of both models, joined once to its line's profile (the
+    -- service is a profile column: the join holds the bill's profiles, not its lines)
     select
         cost_slices.allocation_models,
         cost_slices.provider,
         cost_slices.billing_period,
         cost_slices.billing_currency,
         cost_slices.unallocated_reason,
-        cost_lines.service_name,
+        profiles.service_name,
         count(*) as cost_lines,
         sum(cost_slices.billed_cost) as billed_cost,
         sum(cost_slices.effective_cost) as effective_cost,
         sum(cost_slices.list_cost) as list_cost,
         sum(cost_slices.net_cost) as net_cost
     from cost_slices
-    inner join cost_lines on cost_slices.line_id = cost_lines.line_id
+    inner join profiles on cost_slices.profile_key = profiles.profile_key
     where cost_slices.allocation_kind = 'unallocated'
     group by
         cost_slices.allocation_models,
@@ -39,7 +40,7 @@ stored_sums as (
         cost_slices.billing_period,
         cost_slices.billing_currency,
         cost_slices.unallocated_reason,
-        cost_lines.service_name
+        profiles.service_name
 ),
 
 final as (

@@ -12,12 +12,16 @@
 --   storage tagged to an experiment, charged more than stale_checkpoint_days after the last attempt
 --   holding it (or of the experiment) ended: medium (resource link), high (experiment tag).
 with model_slices as (
-    -- the slices without the line's dimensions: each use below joins cost_lines once
+    -- the slices without the line's dimensions: each use below joins the lines or their profiles once
     select * from allocation.model_slices
 ),
 
 cost_lines as (
     select * from normalized.cost_lines
+),
+
+profiles as (
+    select * from normalized.cost_line_profiles
 ),
 
 attempts as (
@@ -118,6 +122,7 @@ data_waits as (
 ),
 
 gpu_slices as (
+    -- the instance type is a profile column: the slices meet the bill's profiles, not its lines
     select
         model_slices.attempt_id,
         model_slices.line_id,
@@ -125,11 +130,11 @@ gpu_slices as (
         model_slices.billing_currency,
         model_slices.effective_cost
     from model_slices
-    inner join cost_lines on model_slices.line_id = cost_lines.line_id
+    inner join profiles on model_slices.profile_key = profiles.profile_key
     where
         model_slices.allocation_model = 'marginal'
         and model_slices.attempt_id is not null
-        and regexp_matches(coalesce(cost_lines.instance_type, ''), '^(ml\.)?(p[0-9]|g[0-9]|trn|inf|dl)')
+        and regexp_matches(coalesce(profiles.instance_type, ''), '^(ml\.)?(p[0-9]|g[0-9]|trn|inf|dl)')
 ),
 
 waiting as (

@@ -339,11 +339,31 @@ def test_slices_sum_to_line_sees_a_slice_moved_to_another_line(built):
     assert exact_problems(built)["slices_sum_to_line"] == [("marginal", 0), ("marginal", 1)]
 
 
+def test_slices_sum_to_line_sees_a_slice_under_another_profile(built):
+    # line 0's slice named by another profile: every ledger total holds, but the marts would
+    # count its cost under another service and category
+    corrupt_slices(
+        built,
+        "update allocation.cost_slices set profile_key = profile_key + 1 "
+        "where line_id = 0 and allocation_model = 'fully_loaded'",
+    )
+
+    rows = run_check(built, "slices_sum_to_line")
+
+    line_key = records(
+        built, "select profile_key from normalized.cost_line_facts where line_id = 0"
+    )[0]["profile_key"]
+    assert sorted((row["allocation_model"], row["profile_key"]) for row in rows) == sorted(
+        [("fully_loaded", line_key), ("fully_loaded", line_key + 1)]
+    )
+    assert exact_problems(built)["slice_profiles"] == [("fully_loaded", 0)]
+    assert exact_problems(built)["slices_sum_to_line"] == []
+
+
 def test_the_checksum_cannot_see_a_missing_zero_cost_line(built):
     """What the header of slices_sum_to_line says it cannot catch; the exact check can."""
-    lines_as_table(built)
     built.execute(
-        "update normalized.cost_lines set billed_cost = 0, effective_cost = 0, "
+        "update normalized.cost_line_facts set billed_cost = 0, effective_cost = 0, "
         "list_cost = 0, net_cost = 0 where line_id = 3"
     )
     corrupt_slices(built, "delete from allocation.cost_slices where line_id = 3")
