@@ -70,12 +70,7 @@ def test_the_remainder_rule_is_written_once() -> None:
         path.name for path in sql_root().rglob("*.sql") if spelled.search(path.read_text("utf-8"))
     ]
     assert copies == []
-    callers = sorted(
-        model.qualified
-        for model in discover()
-        if "first_slice_takes_rest(" in (model.path.read_text("utf-8") if model.path else "")
-    )
-    assert callers == [
+    assert _callers("first_slice_takes_rest(") == [
         "allocation.pool_shares",
         "allocation.split_unused_shares",
         "attribution.line_attributions",
@@ -106,12 +101,7 @@ def test_the_line_id_rule_is_written_once() -> None:
         path.name for path in sql_root().rglob("*.sql") if "4294967296" in path.read_text("utf-8")
     ]
     assert copies == []
-    callers = sorted(
-        model.qualified
-        for model in discover()
-        if model.path and "line_id_of(" in _without_comments(model.path.read_text("utf-8"))
-    )
-    assert callers == [
+    assert _callers("line_id_of(") == [
         "staging.aws_cur2_line_items",
         "staging.aws_cur2_split_line_items",
         "staging.focus_line_items",
@@ -121,6 +111,15 @@ def test_the_line_id_rule_is_written_once() -> None:
 
 def _without_comments(sql: str) -> str:
     return "\n".join(line.split("--", 1)[0] for line in sql.splitlines())
+
+
+def _callers(call: str) -> list[str]:
+    """The models whose SQL, outside comments, holds ``call``, by name."""
+    return sorted(
+        model.qualified
+        for model in discover()
+        if model.path and call in _without_comments(model.path.read_text("utf-8"))
+    )
 
 
 def test_a_stored_slice_belongs_to_both_models_or_to_its_own() -> None:
@@ -148,12 +147,7 @@ def test_the_allocation_model_rule_is_written_once() -> None:
         if spelled.search(_without_comments(path.read_text("utf-8")))
     ]
     assert copies == []
-    callers = sorted(
-        model.qualified
-        for model in discover()
-        if model.path and "in_allocation_model(" in _without_comments(model.path.read_text("utf-8"))
-    )
-    assert callers == [
+    assert _callers("in_allocation_model(") == [
         "allocation.model_slices",
         "checks.one_currency_per_attempt",
         "checks.slices_sum_to_line",
@@ -308,12 +302,7 @@ def test_the_exact_decimal_rule_is_written_once() -> None:
         if "as varchar) as decimal" in _without_comments(path.read_text("utf-8"))
     ]
     assert copies == []
-    callers = sorted(
-        model.qualified
-        for model in discover()
-        if model.path and "exact_decimal(" in _without_comments(model.path.read_text("utf-8"))
-    )
-    assert callers == [
+    assert _callers("exact_decimal(") == [
         "staging.aws_cost_lines",
         "staging.aws_cur2_line_items",
         "staging.aws_cur2_split_line_items",
