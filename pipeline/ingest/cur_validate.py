@@ -187,11 +187,13 @@ def check_delivery(files: list[Path], where: str, period: str, config: Config) -
             config.resource_time
             and {"line_item_usage_start_date", "line_item_usage_end_date"} <= names
         ):
+            # the window in microseconds: an INTERVAL from subtracting the timestamps costs
+            # about 20x the CPU of this scan (2.2 against 0.1 CPU s on a 10M-line delivery)
             hourly, daily = con.execute(
-                "select count(*) filter (where w <= interval 1 hour), "
-                "count(*) filter (where w = interval 24 hour) from (select "
-                "line_item_usage_end_date - line_item_usage_start_date as w from "
-                f"{source})"
+                "select count(*) filter (where w <= 3600000000), "
+                "count(*) filter (where w = 86400000000) from (select "
+                "epoch_us(line_item_usage_end_date) - epoch_us(line_item_usage_start_date) as w "
+                f"from {source})"
             ).fetchone()
             if hourly == 0 and daily > 0:
                 log.warning(

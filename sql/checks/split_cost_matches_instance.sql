@@ -35,6 +35,12 @@ instance_hours as (
         count(*) as instance_lines,
         sum(cost_lines.effective_cost) as effective_cost
     from cost_lines
+    -- only the instance-hours some pod rows name: a bill without split cost groups no line
+    semi join pod_hours
+        on
+            cost_lines.resource_id = pod_hours.parent_resource_id
+            and cost_lines.charge_period_start = pod_hours.charge_period_start
+            and cost_lines.charge_period_end = pod_hours.charge_period_end
     where
         cost_lines.charge_category = 'Usage'
         and coalesce(cost_lines.instance_type, '') <> ''

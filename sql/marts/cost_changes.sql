@@ -28,6 +28,9 @@ cost_slices as (
 cost_lines as (
     select
         cost_lines.line_id,
+        cost_lines.provider,
+        cost_lines.billing_account_id,
+        cost_lines.billing_period,
         cost_lines.charge_period_start
     from normalized.cost_line_facts as cost_lines
 ),
@@ -119,9 +122,22 @@ global_changes as (
     from period_changes
 ),
 
+late_lines as (
+    -- lines starting where the previous snapshot's bill stopped: the night's new hours, not the month
+    select cost_lines.line_id
+    from cost_lines
+    inner join period_changes
+        on
+            cost_lines.provider = period_changes.provider
+            and cost_lines.billing_account_id is not distinct from period_changes.billing_account_id
+            and cost_lines.billing_period = period_changes.billing_period
+    where cost_lines.charge_period_start >= period_changes.previous_billed_until
+),
+
 stored_late_slices as (
     -- billed for hours the previous snapshot's bill did not reach (or periods it did not have);
-    -- each stored slice once, by the models it belongs to, before the models are expanded
+    -- each stored slice once, by the models it belongs to, before the models are expanded; the
+    -- late lines are looked up by id, so no hash table holds the month's lines
     select
         cost_slices.allocation_models,
         cost_slices.attempt_id,
@@ -132,12 +148,11 @@ stored_late_slices as (
             cost_slices.provider = period_changes.provider
             and cost_slices.billing_account_id is not distinct from period_changes.billing_account_id
             and cost_slices.billing_period = period_changes.billing_period
-    inner join cost_lines on cost_slices.line_id = cost_lines.line_id
     where
         cost_slices.attempt_id is not null
         and (
             period_changes.previous_billed_until is null
-            or cost_lines.charge_period_start >= period_changes.previous_billed_until
+            or cost_slices.line_id in (select late_lines.line_id from late_lines)
         )
     group by cost_slices.allocation_models, cost_slices.attempt_id
 ),

@@ -157,7 +157,7 @@ final as (
             when bases.product_code in ('AmazonEKS', 'AmazonECS', 'AmazonCloudWatch') then 'platform'
             else 'other'
         end as resource_class,
-        cast(cast(bases.usage_amount as varchar) as decimal(38, 10)) as consumed_quantity,
+        exact_decimal(bases.usage_amount) as consumed_quantity,
         -- seconds of use inside the charge window: hour-priced usage says how long the
         -- resource ran (per-second billing); anything else is taken to span its window
         case

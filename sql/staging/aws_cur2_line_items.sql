@@ -1,7 +1,7 @@
 -- AWS CUR 2.0 line items of the current delivery of each billing period: renamed and typed, no joins.
 -- grain: one row per (source_delivery, source_file, source_line)
--- Money arrives as DOUBLE: it is cast through its shortest round-trip text, because a direct
--- DOUBLE to DECIMAL cast multiplies in floating point and gets large amounts wrong at 1e-10.
+-- Money arrives as DOUBLE: exact_decimal (pipeline/dag/macros.py) reads it through its shortest round-trip text,
+-- because a direct DOUBLE to DECIMAL cast multiplies in floating point and gets large amounts wrong at 1e-10.
 with source as (
     select * from raw.aws_cur2
 ),
@@ -45,27 +45,26 @@ renamed as (
         source.resource_tags,
         source.split_line_item_parent_resource_id as split_parent_resource_id,
         source.reservation_reservation_a_r_n as reservation_arn,
-        cast(cast(source.line_item_unblended_cost as varchar) as decimal(38, 10)) as unblended_cost,
-        cast(cast(source.line_item_net_unblended_cost as varchar) as decimal(38, 10)) as net_unblended_cost,
-        cast(cast(source.pricing_public_on_demand_cost as varchar) as decimal(38, 10)) as public_on_demand_cost,
-        cast(cast(source.savings_plan_savings_plan_effective_cost as varchar) as decimal(38, 10))
+        exact_decimal(source.line_item_unblended_cost) as unblended_cost,
+        exact_decimal(source.line_item_net_unblended_cost) as net_unblended_cost,
+        exact_decimal(source.pricing_public_on_demand_cost) as public_on_demand_cost,
+        exact_decimal(source.savings_plan_savings_plan_effective_cost)
             as savings_plan_effective_cost,
-        cast(cast(source.savings_plan_net_savings_plan_effective_cost as varchar) as decimal(38, 10))
+        exact_decimal(source.savings_plan_net_savings_plan_effective_cost)
             as savings_plan_net_effective_cost,
-        cast(cast(source.savings_plan_total_commitment_to_date as varchar) as decimal(38, 10))
+        exact_decimal(source.savings_plan_total_commitment_to_date)
             as savings_plan_total_commitment_to_date,
-        cast(cast(source.savings_plan_used_commitment as varchar) as decimal(38, 10)) as savings_plan_used_commitment,
-        cast(cast(source.reservation_effective_cost as varchar) as decimal(38, 10)) as reservation_effective_cost,
-        cast(cast(source.reservation_net_effective_cost as varchar) as decimal(38, 10))
+        exact_decimal(source.savings_plan_used_commitment) as savings_plan_used_commitment,
+        exact_decimal(source.reservation_effective_cost) as reservation_effective_cost,
+        exact_decimal(source.reservation_net_effective_cost)
             as reservation_net_effective_cost,
-        cast(cast(source.reservation_unused_amortized_upfront_fee_for_billing_period as varchar) as decimal(38, 10))
+        exact_decimal(source.reservation_unused_amortized_upfront_fee_for_billing_period)
             as reservation_unused_amortized_upfront_fee,
-        cast(
-            cast(source.reservation_net_unused_amortized_upfront_fee_for_billing_period as varchar) as decimal(38, 10)
-        ) as reservation_net_unused_amortized_upfront_fee,
-        cast(cast(source.reservation_unused_recurring_fee as varchar) as decimal(38, 10))
+        exact_decimal(source.reservation_net_unused_amortized_upfront_fee_for_billing_period)
+            as reservation_net_unused_amortized_upfront_fee,
+        exact_decimal(source.reservation_unused_recurring_fee)
             as reservation_unused_recurring_fee,
-        cast(cast(source.reservation_net_unused_recurring_fee as varchar) as decimal(38, 10))
+        exact_decimal(source.reservation_net_unused_recurring_fee)
             as reservation_net_unused_recurring_fee
     from source
 ),

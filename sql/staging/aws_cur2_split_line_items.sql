@@ -28,13 +28,13 @@ renamed as (
         source.split_line_item_actual_usage as split_actual_usage,
         source.split_line_item_split_usage as split_usage,
         source.split_line_item_split_usage_ratio as split_usage_ratio,
-        cast(cast(source.split_line_item_split_cost as varchar) as decimal(38, 10)) as split_cost,
-        cast(cast(source.split_line_item_unused_cost as varchar) as decimal(38, 10)) as unused_cost,
-        cast(cast(source.split_line_item_net_split_cost as varchar) as decimal(38, 10)) as net_split_cost,
-        cast(cast(source.split_line_item_net_unused_cost as varchar) as decimal(38, 10)) as net_unused_cost,
-        cast(cast(source.split_line_item_public_on_demand_split_cost as varchar) as decimal(38, 10))
+        exact_decimal(source.split_line_item_split_cost) as split_cost,
+        exact_decimal(source.split_line_item_unused_cost) as unused_cost,
+        exact_decimal(source.split_line_item_net_split_cost) as net_split_cost,
+        exact_decimal(source.split_line_item_net_unused_cost) as net_unused_cost,
+        exact_decimal(source.split_line_item_public_on_demand_split_cost)
             as public_on_demand_split_cost,
-        cast(cast(source.split_line_item_public_on_demand_unused_cost as varchar) as decimal(38, 10))
+        exact_decimal(source.split_line_item_public_on_demand_unused_cost)
             as public_on_demand_unused_cost
     from source
     where source.line_item_operation in ('EKSPod-EC2', 'ECSTask-EC2')

@@ -7,6 +7,8 @@ from decimal import Decimal
 
 import duckdb
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pipeline.common.errors import ModelError
 from pipeline.dag.macros import PROFILE_COLUMNS, expand_macros
@@ -68,12 +70,7 @@ def test_the_remainder_rule_is_written_once() -> None:
         path.name for path in sql_root().rglob("*.sql") if spelled.search(path.read_text("utf-8"))
     ]
     assert copies == []
-    callers = sorted(
-        model.qualified
-        for model in discover()
-        if "first_slice_takes_rest(" in (model.path.read_text("utf-8") if model.path else "")
-    )
-    assert callers == [
+    assert _callers("first_slice_takes_rest(") == [
         "allocation.pool_shares",
         "allocation.split_unused_shares",
         "attribution.line_attributions",
@@ -104,12 +101,7 @@ def test_the_line_id_rule_is_written_once() -> None:
         path.name for path in sql_root().rglob("*.sql") if "4294967296" in path.read_text("utf-8")
     ]
     assert copies == []
-    callers = sorted(
-        model.qualified
-        for model in discover()
-        if model.path and "line_id_of(" in _without_comments(model.path.read_text("utf-8"))
-    )
-    assert callers == [
+    assert _callers("line_id_of(") == [
         "staging.aws_cur2_line_items",
         "staging.aws_cur2_split_line_items",
         "staging.focus_line_items",
@@ -119,6 +111,15 @@ def test_the_line_id_rule_is_written_once() -> None:
 
 def _without_comments(sql: str) -> str:
     return "\n".join(line.split("--", 1)[0] for line in sql.splitlines())
+
+
+def _callers(call: str) -> list[str]:
+    """The models whose SQL, outside comments, holds ``call``, by name."""
+    return sorted(
+        model.qualified
+        for model in discover()
+        if model.path and call in _without_comments(model.path.read_text("utf-8"))
+    )
 
 
 def test_a_stored_slice_belongs_to_both_models_or_to_its_own() -> None:
@@ -146,12 +147,7 @@ def test_the_allocation_model_rule_is_written_once() -> None:
         if spelled.search(_without_comments(path.read_text("utf-8")))
     ]
     assert copies == []
-    callers = sorted(
-        model.qualified
-        for model in discover()
-        if model.path and "in_allocation_model(" in _without_comments(model.path.read_text("utf-8"))
-    )
-    assert callers == [
+    assert _callers("in_allocation_model(") == [
         "allocation.model_slices",
         "checks.one_currency_per_attempt",
         "checks.slices_sum_to_line",
@@ -234,3 +230,80 @@ def test_the_first_tag_rule_is_written_once() -> None:
         if "lambda tag_value" in _without_comments(path.read_text("utf-8"))
     ]
     assert copies == []
+
+
+# the plain rule the macro must equal: a DOUBLE's shortest text parsed as DECIMAL(38, 10)
+_TEXT_CAST = "cast(cast(x as varchar) as decimal(38, 10))"
+
+
+def _both_casts(values: list[float | None]) -> list[tuple[object, object]]:
+    """(exact_decimal, the text cast) of each value; an error is its class, so both must fail
+    alike (NaN, infinities and values past DECIMAL(38, 10) cannot be cast either way)."""
+    con = duckdb.connect()
+    con.execute("create table t (i integer, x double)")
+    con.executemany("insert into t values (?, ?)", list(enumerate(values)))
+    outcomes = []
+    for index in range(len(values)):
+        pair = []
+        for expression in (expand_macros("exact_decimal(x)", "x"), _TEXT_CAST):
+            try:
+                pair.append(
+                    con.execute(f"select {expression} from t where i = ?", [index]).fetchone()[0]
+                )
+            except duckdb.Error as error:
+                pair.append(type(error))
+        outcomes.append(tuple(pair))
+    return outcomes
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.floats(allow_nan=True, allow_infinity=True),
+            st.floats(min_value=-1e9, max_value=1e9),
+            st.floats(min_value=-1e-6, max_value=1e-6),
+            # ties at the 11th place: the rounding must go the same way in both parses
+            st.integers(-(10**17), 10**17).map(lambda n: (n * 10 + 5) / 1e11),
+        ),
+        min_size=1,
+        max_size=40,
+    )
+)
+def test_exact_decimal_is_the_text_cast_for_every_double(values: list[float]) -> None:
+    for fast, text in _both_casts(values):
+        assert fast == text
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (0.12345678905, "0.1234567891"),  # a tie rounds away from zero
+        (-0.12345678905, "-0.1234567891"),
+        (2.6881720430107525, "2.6881720430"),
+        (99999999.99999999, "99999999.9999999900"),  # the largest DOUBLE below 1e8
+        (1e8, "100000000.0000000000"),  # the wide parse
+        (12345678901234.566, "12345678901234.5660000000"),  # the text, not the binary value
+        (5e-11, "0.0000000001"),
+        (4.9e-11, "0.0000000000"),
+        (None, None),
+    ],
+)
+def test_exact_decimal_rounds_the_shortest_text(value: float | None, expected: str | None) -> None:
+    [(got, text)] = _both_casts([value])
+    assert got == text == (Decimal(expected) if expected is not None else None)
+
+
+def test_the_exact_decimal_rule_is_written_once() -> None:
+    """No model casts a DOUBLE through text itself: the AWS staging models call exact_decimal."""
+    copies = [
+        path.name
+        for path in sql_root().rglob("*.sql")
+        if "as varchar) as decimal" in _without_comments(path.read_text("utf-8"))
+    ]
+    assert copies == []
+    assert _callers("exact_decimal(") == [
+        "staging.aws_cost_lines",
+        "staging.aws_cur2_line_items",
+        "staging.aws_cur2_split_line_items",
+    ]
