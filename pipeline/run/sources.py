@@ -11,6 +11,7 @@ import pyarrow.parquet as pq
 
 from pipeline.common.duck import identifier, literal
 from pipeline.common.errors import InputError
+from pipeline.dag.macros import EXACT_DECIMAL
 from pipeline.ingest.aws_cur2 import Delivery
 from schemas import aws_cur2, focus, gcp_billing
 
@@ -199,6 +200,9 @@ def _gcp_expr(path: str, leaf: str, wanted: pa.DataType, present: pa.DataType | 
         inner = _gcp_expr(element, leaf, wanted.value_type, present.value_type)
         return f"list_transform({path}, lambda {element}: {inner})"
     if leaf in gcp_billing.DECIMAL_LEAVES:
+        if pa.types.is_floating(present):
+            return EXACT_DECIMAL.expand([path], leaf)  # a FLOAT64 through its text, as CUR money
+        # NUMERIC (a decimal) or text: its own digits
         return f"cast(cast({path} as varchar) as decimal(38, 10))"
     if pa.types.is_timestamp(wanted):
         if pa.types.is_timestamp(present) and not present.tz:

@@ -307,3 +307,18 @@ def test_the_exact_decimal_rule_is_written_once() -> None:
         "staging.aws_cur2_line_items",
         "staging.aws_cur2_split_line_items",
     ]
+
+
+def test_the_gcp_reader_reads_a_float64_amount_by_the_same_rule() -> None:
+    """A FLOAT64 money leaf of the Google Cloud export takes exact_decimal; NUMERIC and text keep
+    their own digits."""
+    import pyarrow as pa
+
+    from pipeline.run.sources import _gcp_expr
+
+    wanted = pa.decimal128(38, 10)
+    assert _gcp_expr("t.cost", "cost", wanted, pa.float64()) == expand_macros(
+        "exact_decimal(t.cost)", "x"
+    )
+    for present in (pa.decimal128(38, 9), pa.string()):
+        assert "decimal(18, 10)" not in _gcp_expr("t.cost", "cost", wanted, present)
