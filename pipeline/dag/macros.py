@@ -87,10 +87,16 @@ FILE_OF_LINE = Macro("file_of_line_id", ("line_id",), "({line_id} // 4294967296)
 
 # A row of one resource-hash partition of the pass the engine builds (pipeline.dag.partitions):
 # a model calling it is built in passes, each keeping the rows whose resource falls in it.
+# Written for the planner: one pass folds to true, so every row is counted; a pass of many is a
+# range on the hash, estimated as a share of the rows. An equality on the hash is estimated like
+# one on the resource (a handful of rows), which built the anti join against the tagged lines
+# on the millions of lines joined to their windows (docs/performance.md, session 13).
+_PARTITION_HASH = f"hash({{resource_id}}) % {PARTITIONS}"
 IN_RESOURCE_PARTITION = Macro(
     "in_resource_partition",
     ("resource_id",),
-    f"(hash({{resource_id}}) % {PARTITIONS} = {PARTITION})",
+    f"({PARTITIONS} = 1 or ({_PARTITION_HASH} >= {PARTITION} "
+    f"and {_PARTITION_HASH} < {PARTITION} + 1))",
 )
 
 # A line's attribution tag: the first non-empty value in its tags map among the configured keys,
