@@ -90,7 +90,7 @@ FILE_OF_LINE = Macro("file_of_line_id", ("line_id",), "({line_id} // 4294967296)
 # Written for the planner: one pass folds to true, so every row is counted; a pass of many is a
 # range on the hash, estimated as a share of the rows. An equality on the hash is estimated like
 # one on the resource (a handful of rows), which built the anti join against the tagged lines
-# on the millions of lines joined to their windows (docs/performance.md, session 13).
+# on the millions of lines joined to their windows (docs/performance.md, session 14).
 _PARTITION_HASH = f"hash({{resource_id}}) % {PARTITIONS}"
 IN_RESOURCE_PARTITION = Macro(
     "in_resource_partition",
