@@ -106,3 +106,26 @@ def test_the_shipped_build_steps_are_intermediate_models() -> None:
     steps = {model.qualified for model in discover() if model.materialization == "intermediate"}
     assert {"attribution.line_attributions", "attribution.resource_time_overlaps"} <= steps
     assert {"allocation.line_remainders", "attribution.unattributed_lines"} <= steps
+
+
+def test_a_kept_build_database_still_reads_its_steps(tmp_path: Path) -> None:
+    """A failed check keeps runs/<run_id>/build.duckdb and tmp/: closing the build database
+    (whose temp_directory is tmp/) leaves the steps there, readable when it is opened again."""
+    scratch = tmp_path / "tmp"
+    path = str(tmp_path / "build.duckdb")
+    con = duckdb.connect(path, config={"temp_directory": str(scratch)})
+    con.execute("create schema source")
+    con.execute("create schema attribution")
+    con.execute(
+        "create table source.uses as select 'i-' || (i % 40) as resource_id, i // 40 as hour, "
+        "i * 7 % 3600 as seconds from range(400) as t(i)"
+    )
+    DuckDBEngine(con, scratch=scratch, partitions=2).create(
+        parse_model("attribution", "held", STEP)
+    )
+    con.close()
+    again = duckdb.connect(path, read_only=True)
+    assert again.execute("select count(*), sum(total) from attribution.held").fetchone() == (
+        400,
+        10 * sum(i * 7 % 3600 for i in range(400)),  # each resource's total on its 10 rows
+    )
