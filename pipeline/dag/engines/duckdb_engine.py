@@ -15,7 +15,13 @@ from pipeline.dag.models import SOURCE_SCHEMAS
 from pipeline.dag.partitions import auto_partitions, is_partitioned, pass_sql
 from pipeline.warehouse.parquet import parquet_query, partition_values, write_parquet
 from pipeline.warehouse.snapshots import sql_path
-from pipeline.warehouse.views import PARTITION_COLUMN, TableContent, layout_path, typed_query
+from pipeline.warehouse.views import (
+    PARTITION_COLUMN,
+    TableContent,
+    layout_path,
+    typed_query,
+    typed_select,
+)
 
 if TYPE_CHECKING:
     from pipeline.dag.models import Model
@@ -111,27 +117,18 @@ class DuckDBEngine:
         shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir(parents=True)
         count = self._passes(model)
-        columns: tuple[tuple[str, str], ...] = ()
+        # binding computes nothing: the columns and their types, the same in every pass
+        bound = self.con.sql(pass_sql(model.sql, count, 0))
+        columns = tuple(
+            (str(name), str(kind)) for name, kind in zip(bound.columns, bound.types, strict=True)
+        )
         for partition in range(count):
-            sql = pass_sql(model.sql, count, partition)
-            bound = self.con.sql(sql)  # binding computes nothing: the columns and their types
-            columns = tuple(
-                (str(name), str(kind))
-                for name, kind in zip(bound.columns, bound.types, strict=True)
-            )
-            query = parquet_query(f"(\n{sql}\n)", columns)
+            query = parquet_query(f"(\n{pass_sql(model.sql, count, partition)}\n)", columns)
             target = sql_path(folder.absolute() / f"pass_{partition}.parquet")
             self.con.execute(f"copy ({query}) to '{target}' ({STEP_OPTIONS})")
-        files = f"read_parquet({literal(str(folder.absolute() / '*.parquet'))})"
-        described = self.con.execute(f"describe from {files}").fetchall()
-        read = {str(row[0]): str(row[1]) for row in described}
-        listed = ", ".join(
-            f'"{name}"' if read.get(name) == kind else f'"{name}"::{kind} as "{name}"'
-            for name, kind in columns
-        )
-        self.con.execute(
-            f"create or replace view {model.qualified} as select {listed} from {files}"
-        )
+        files = f"select * from read_parquet({literal(str(folder.absolute() / '*.parquet'))})"
+        query = typed_select(self.con, files, columns)
+        self.con.execute(f"create or replace view {model.qualified} as {query}")
 
     def _write(self, model: Model, folder: Path) -> Path:
         """Write the model's rows once as published Parquet; the build's view reads them."""
