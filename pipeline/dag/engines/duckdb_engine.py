@@ -28,10 +28,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("runcost")
 
-# A build step is written once and read by a few later models of the same run, then deleted:
-# snappy writes it for half the CPU of a table in the build database (8.1-8.8 against 16.0-16.7
-# CPU s for the 8.5M attributed slices of the 10M benchmark) and a fifth less than zstd, whose
-# smaller files nobody keeps (docs/performance.md, session 15)
+# A build step is written once and read by a few later models of the same run, then deleted.
+# As snappy Parquet it costs half the CPU of a table of the build database written in full
+# (8.1-8.8 against 16.0-16.7 CPU s for the 10M benchmark's 8.5M attributed slices), a fifth
+# less than zstd, and it leaves the buffer pool to the models: peak RSS 0.7 GB lower at 10M
+# (docs/performance.md, session 15)
 STEP_OPTIONS = "format parquet, compression snappy"
 
 
