@@ -170,44 +170,42 @@ ranked as (
     from window_overlaps
 ),
 
+ranked_holders as (
+    -- each holder as the list entry line_attributions reads
+    select
+        ranked.*,
+        {
+            'attempt_id': ranked.attempt_id,
+            'experiment_id': ranked.experiment_id,
+            'overlap_us': ranked.overlap_us,
+            'gpu_count': ranked.gpu_count,
+            'slice_rank': ranked.slice_rank
+        } as holder
+    from ranked
+),
+
 single_holder as (
     -- the window's one holder: its list and total need no aggregate
     select
-        ranked.resource_id,
-        ranked.charge_period_start,
-        ranked.charge_period_end,
-        ranked.overlap_us as total_overlap_us,
-        [
-            {
-                'attempt_id': ranked.attempt_id,
-                'experiment_id': ranked.experiment_id,
-                'overlap_us': ranked.overlap_us,
-                'gpu_count': ranked.gpu_count,
-                'slice_rank': ranked.slice_rank
-            }
-        ] as holders
-    from ranked
-    where ranked.holder_count = 1
+        ranked_holders.resource_id,
+        ranked_holders.charge_period_start,
+        ranked_holders.charge_period_end,
+        ranked_holders.overlap_us as total_overlap_us,
+        [ranked_holders.holder] as holders
+    from ranked_holders
+    where ranked_holders.holder_count = 1
 ),
 
 several_holders as (
     select
-        ranked.resource_id,
-        ranked.charge_period_start,
-        ranked.charge_period_end,
-        sum(ranked.overlap_us) as total_overlap_us,
-        array_agg(
-            {
-                'attempt_id': ranked.attempt_id,
-                'experiment_id': ranked.experiment_id,
-                'overlap_us': ranked.overlap_us,
-                'gpu_count': ranked.gpu_count,
-                'slice_rank': ranked.slice_rank
-            }
-        ) as holders
-    from ranked
-    where ranked.holder_count > 1
-    group by ranked.resource_id, ranked.charge_period_start, ranked.charge_period_end
+        ranked_holders.resource_id,
+        ranked_holders.charge_period_start,
+        ranked_holders.charge_period_end,
+        sum(ranked_holders.overlap_us) as total_overlap_us,
+        array_agg(ranked_holders.holder) as holders
+    from ranked_holders
+    where ranked_holders.holder_count > 1
+    group by ranked_holders.resource_id, ranked_holders.charge_period_start, ranked_holders.charge_period_end
 ),
 
 final as (
