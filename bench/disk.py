@@ -1,10 +1,10 @@
 """Disk a run needs: the peak of its build database, its spill files and the whole warehouse.
 
 A thread samples the warehouse every few seconds while the pipeline runs in this process. The
-build database is runs/<run>/build.duckdb (and its WAL) with the published Parquet the build
-wrote (runs/<run>/tmp/published from DuckDB, tmp/outputs from Spark); the spill is the rest of
-runs/<run>/tmp, DuckDB's temp_directory. Peaks between two samples are missed, so the
-interval bounds the error.
+build database is runs/<run>/build.duckdb (and its WAL) with the Parquet the build wrote (the
+published tables in runs/<run>/tmp/published from DuckDB, tmp/outputs from Spark, and DuckDB's
+build steps in tmp/steps); the spill is the rest of runs/<run>/tmp, DuckDB's temp_directory.
+Peaks between two samples are missed, so the interval bounds the error.
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ def usage(warehouse: Path) -> dict[str, int]:
             sizes["warehouse"] += size
             if parts[:1] != ("runs",) or len(parts) < 2:
                 continue
-            if parts[2:4] in (("tmp", "published"), ("tmp", "outputs")):
+            if parts[2:4] in (("tmp", "published"), ("tmp", "outputs"), ("tmp", "steps")):
                 sizes["build_database"] += size  # the build's tables, written as Parquet
             elif parts[2:3] == ("tmp",):
                 sizes["spill"] += size

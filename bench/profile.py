@@ -1,6 +1,9 @@
 """Profile the SQL build on a generated dataset: seconds per model, EXPLAIN ANALYZE of one model.
 
-python bench/profile.py DATASET [--database build.duckdb] [--analyze allocation.cost_allocations]
+python bench/profile.py DATASET [--database build.duckdb] [--scratch DIR] [--analyze MODEL]
+
+With --scratch the build writes as a run does: the build steps and the published per-line tables
+as Parquet under DIR; without it they are tables of the build database.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ def main(argv: list[str] | None = None) -> int:
         "--partitions", type=int, default=None, help="resource-hash passes (default: by memory)"
     )
     parser.add_argument("--analyze", action="append", default=[], help="model to EXPLAIN ANALYZE")
+    parser.add_argument("--scratch", type=Path, default=None, help="Parquet as a run writes it")
     parser.add_argument("--sql-root", type=Path, default=None, help="models from this folder")
     args = parser.parse_args(argv)
     config = load_config(args.dataset / "runcost.toml")
@@ -53,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     register_sources(con, deliveries, load_telemetry(config.telemetry))
     for schema in ("staging", "normalized", "attribution", "allocation", "marts"):
         con.execute(f"create schema if not exists {schema}")
-    engine = DuckDBEngine(con, partitions=args.partitions)
+    engine = DuckDBEngine(con, scratch=args.scratch, partitions=args.partitions)
     total = total_cpu = 0.0
     for model in order(discover(args.sql_root) + pool_models(config)):
         reset_peak()

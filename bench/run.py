@@ -45,6 +45,9 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--skew", action="store_true", help="long nodes, many short attempts")
     parser.add_argument("--memory-limit", default=None, help="warehouse.memory_limit, e.g. 4GB")
     parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument(
+        "--partitions", type=int, default=None, help="warehouse.resource_partitions (passes)"
+    )
     parser.add_argument("--engine", choices=("duckdb", "spark"), default="duckdb")
     parser.add_argument("--spark-master", default=None, help="spark.master, e.g. spark://h:7077")
     parser.add_argument("--spark-remote", default=None, help="spark.remote, sc://host:15002")
@@ -85,6 +88,7 @@ def main(argv: list[str] | None = None) -> int:
         "machine": machine(),
         "memory_limit": args.memory_limit,
         "threads": args.threads,
+        "partitions": args.partitions,
         "generation_seconds": generation,
         "dataset_bytes": _size(dataset / "aws"),
         "expected": expected,
@@ -99,6 +103,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     if args.threads:
         text = text.replace("[warehouse]\n", f"[warehouse]\nthreads = {args.threads}\n")
+    if args.partitions:
+        text = text.replace(
+            "[warehouse]\n", f"[warehouse]\nresource_partitions = {args.partitions}\n"
+        )
     if args.engine != "duckdb":
         text = f'engine = "{args.engine}"\n' + text + _spark_section(args)
     result["engine"] = args.engine

@@ -92,7 +92,7 @@ def rules(types: dict[str, str]) -> list[Rule]:
     for name, kind in types.items():
         if _KINDS.get(name) == "double":
             check = value_rules.quantity if name in QUANTITIES else value_rules.money
-            found.append(check(name))
+            found.append(check(name, double=kind == "DOUBLE"))
         elif _KINDS.get(name) == "timestamp" and kind.startswith("TIMESTAMP"):
             found.append(value_rules.timestamp(name))
     found += [value_rules.window(*pair) for pair in _WINDOWS if set(pair) <= set(types)]

@@ -108,13 +108,19 @@ def view_location(database: Path, folder: Path) -> str:
 
 def typed_query(views: duckdb.DuckDBPyConnection, location: str, table: TableContent) -> str:
     """A select of ``table``'s Parquet under ``location`` with the columns and types it had."""
-    query = _view_query(location, table)
-    read = {str(row[0]): str(row[1]) for row in views.execute(f"describe {query}").fetchall()}
-    if all(read.get(name) == kind for name, kind in table.columns):
+    return typed_select(views, _view_query(location, table), table.columns)
+
+
+def typed_select(
+    con: duckdb.DuckDBPyConnection, query: str, columns: tuple[tuple[str, str], ...]
+) -> str:
+    """``query`` (a select of Parquet) with ``columns``, each of the type it had when written."""
+    read = {str(row[0]): str(row[1]) for row in con.execute(f"describe {query}").fetchall()}
+    if all(read.get(name) == kind for name, kind in columns):
         return query
     # a type Parquet does not keep: cast back, so the view matches the build table
-    columns = ", ".join(f'"{name}"::{kind} as "{name}"' for name, kind in table.columns)
-    return f"select {columns} from ({query})"
+    listed = ", ".join(f'"{name}"::{kind} as "{name}"' for name, kind in columns)
+    return f"select {listed} from ({query})"
 
 
 def _view_query(location: str, table: TableContent) -> str:

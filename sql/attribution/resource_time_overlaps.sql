@@ -3,6 +3,9 @@
 -- Every line of one resource in one charge window has the same overlaps, so they are computed once per
 -- window, never per line (no hash table keyed by line_id). `holders` lists the holders with a positive
 -- overlap; slice_rank 1 (largest overlap, then attempt id) takes a placed line's rounding remainder.
+-- A window one attempt held (most of them: attempts on a node follow each other) gets its one-holder list row by
+-- row; only windows several attempts shared are grouped into lists, an aggregate that cost about half of the
+-- model's CPU when every window took it (docs/performance.md, session 15).
 -- Both sides are cut at hour boundaries and equi-joined on (resource_id, hour_start): a hash join
 -- with only a time-overlap filter goes quadratic on long-lived nodes with many short attempts.
 -- Built in resource-hash passes (in_resource_partition, pipeline/dag/partitions.py): every row of a
@@ -155,27 +158,60 @@ ranked as (
                 window_overlaps.charge_period_start,
                 window_overlaps.charge_period_end
             order by window_overlaps.overlap_us desc, window_overlaps.attempt_id asc
-        ) as slice_rank
+        ) as slice_rank,
+        count(*) over (
+            partition by
+                window_overlaps.resource_id,
+                window_overlaps.charge_period_start,
+                window_overlaps.charge_period_end
+            order by window_overlaps.overlap_us desc, window_overlaps.attempt_id asc
+            rows between unbounded preceding and unbounded following
+        ) as holder_count
     from window_overlaps
 ),
 
-final as (
+ranked_holders as (
+    -- each holder as the list entry line_attributions reads
     select
-        ranked.resource_id,
-        ranked.charge_period_start,
-        ranked.charge_period_end,
-        sum(ranked.overlap_us) as total_overlap_us,
-        array_agg(
-            {
-                'attempt_id': ranked.attempt_id,
-                'experiment_id': ranked.experiment_id,
-                'overlap_us': ranked.overlap_us,
-                'gpu_count': ranked.gpu_count,
-                'slice_rank': ranked.slice_rank
-            }
-        ) as holders
+        ranked.*,
+        {
+            'attempt_id': ranked.attempt_id,
+            'experiment_id': ranked.experiment_id,
+            'overlap_us': ranked.overlap_us,
+            'gpu_count': ranked.gpu_count,
+            'slice_rank': ranked.slice_rank
+        } as holder
     from ranked
-    group by ranked.resource_id, ranked.charge_period_start, ranked.charge_period_end
+),
+
+single_holder as (
+    -- the window's one holder: its list and total need no aggregate
+    select
+        ranked_holders.resource_id,
+        ranked_holders.charge_period_start,
+        ranked_holders.charge_period_end,
+        ranked_holders.overlap_us as total_overlap_us,
+        [ranked_holders.holder] as holders
+    from ranked_holders
+    where ranked_holders.holder_count = 1
+),
+
+several_holders as (
+    select
+        ranked_holders.resource_id,
+        ranked_holders.charge_period_start,
+        ranked_holders.charge_period_end,
+        sum(ranked_holders.overlap_us) as total_overlap_us,
+        array_agg(ranked_holders.holder) as holders
+    from ranked_holders
+    where ranked_holders.holder_count > 1
+    group by ranked_holders.resource_id, ranked_holders.charge_period_start, ranked_holders.charge_period_end
+),
+
+final as (
+    select * from single_holder
+    union all
+    select * from several_holders
 )
 
 select * from final

@@ -20,8 +20,10 @@ def test_usage_tells_the_build_database_and_the_spill_from_the_rest(tmp_path: Pa
     _write(tmp_path / "snapshots" / "r0" / "cost_lines.parquet", 32 * 1024)
     # the cost lines' Parquet the build wrote, moved into the snapshot at publish
     _write(tmp_path / "runs" / "r1" / "tmp" / "published" / "normalized" / "x.parquet", 256 * 1024)
+    # a build step (an intermediate model) the build wrote as Parquet, deleted with tmp/
+    _write(tmp_path / "runs" / "r1" / "tmp" / "steps" / "attribution.x" / "pass_0.parquet", 512)
     sizes = usage(tmp_path)
-    assert sizes["build_database"] >= (80 + 256) * 1024
+    assert sizes["build_database"] >= (80 + 256 + 4) * 1024
     assert 128 * 1024 <= sizes["spill"] < 256 * 1024, "the build's Parquet is not spill"
     assert sizes["warehouse"] >= sizes["build_database"] + sizes["spill"] + 32 * 1024
 

@@ -41,6 +41,7 @@ START = cur_table().column("line_item_usage_start_date")[0].as_py()
 BAD_VALUES = {
     "nan": ("line_item_unblended_cost", {1: float("nan")}, None, "row 2", "'nan'"),
     "infinity": ("line_item_net_unblended_cost", {2: float("inf")}, None, "row 3", "'inf'"),
+    "minus infinity": ("line_item_unblended_cost", {0: float("-inf")}, None, "row 1", "'-inf'"),
     "1e308": ("line_item_unblended_cost", {0: 1e308}, None, "row 1", "'1e+308'"),
     "1e27": ("pricing_public_on_demand_cost", {1: 1e27}, None, "row 2", "'1e+27'"),
     "dollar sign": ("line_item_unblended_cost", {1: "$1.00"}, pa.string(), "row 2", "'$1.00'"),

@@ -63,12 +63,15 @@ def test_gcp_money_and_credits_beyond_10_decimals_are_logged(
 
 
 # DOUBLEs a bill carries: cents and fractions of them, long decimals, large amounts, values
-# next to the 2^18 bound of decimal_of_double, and any finite DOUBLE of a plausible size
+# next to the 2^18 bound of decimal_of_double and the 1e8 bound of the filter's DECIMAL(18, 10),
+# and any finite DOUBLE of a plausible size
 MONEY_DOUBLES = st.one_of(
     st.decimals(min_value=-(10**9), max_value=10**9, places=10).map(float),
     st.decimals(min_value=-(10**6), max_value=10**6, places=4).map(float),
     st.floats(min_value=-1e15, max_value=1e15, allow_nan=False, allow_infinity=False),
     st.floats(min_value=262143.0, max_value=262145.0),
+    st.floats(min_value=99999999.0, max_value=100000001.0),
+    st.decimals(min_value=99999999, max_value=100000001, places=10).map(float),
     st.floats(min_value=-1e-6, max_value=1e-6),
 )
 

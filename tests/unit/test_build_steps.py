@@ -1,0 +1,131 @@
+"""Build steps (`-- materialized: intermediate`) with a scratch folder: Parquet, one file per
+pass, read through a view with the columns and types the same model has as a table."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from pipeline.dag.engines.duckdb_engine import DuckDBEngine
+from pipeline.dag.models import discover, parse_model
+
+# every kind of column the shipped steps carry, a HUGEINT sum (which Parquet cannot hold) and
+# a resource-hash filter, so the same model is built in one pass or in several
+STEP = """-- A build step with every kind of column.
+-- grain: one row per (resource_id, hour)
+-- materialized: intermediate
+with uses as (
+    select * from source.uses
+),
+
+final as (
+    select
+        uses.resource_id,
+        uses.hour,
+        sum(uses.seconds) over (partition by uses.resource_id) as total,
+        cast(uses.seconds * 1.5 as decimal(38, 10)) as cost,
+        uses.seconds / 7 as share,
+        uses.seconds % 2 = 0 as fully_attributed,
+        timestamptz '2026-10-01 00:00:00+00' + to_hours(uses.hour) as hour_start,
+        [{'attempt_id': 'a-' || uses.hour, 'overlap_us': uses.seconds}] as holders,
+        map(['team'], [uses.resource_id]) as tags,
+        case when uses.hour = 0 then null else uses.resource_id end as maybe_null
+    from uses
+    where in_resource_partition(uses.resource_id)
+)
+
+select * from final
+"""
+
+
+def _connect() -> duckdb.DuckDBPyConnection:
+    con = duckdb.connect()
+    con.execute("set TimeZone = 'UTC'")
+    con.execute("create schema source")
+    con.execute("create schema attribution")
+    con.execute(
+        "create table source.uses as select 'i-' || (i % 40) as resource_id, i // 40 as hour, "
+        "i * 7 % 3600 as seconds from range(400) as t(i)"
+    )
+    return con
+
+
+def _described(con: duckdb.DuckDBPyConnection, name: str) -> list[tuple]:
+    return [row[:2] for row in con.execute(f"describe {name}").fetchall()]
+
+
+@pytest.mark.parametrize("passes", [1, 3])
+def test_a_step_is_parquet_read_as_the_table_it_replaces(tmp_path: Path, passes: int) -> None:
+    model = parse_model("attribution", "held", STEP)
+    as_table = _connect()
+    DuckDBEngine(as_table, partitions=passes).create(model)  # no scratch folder: a table
+    table_type = "select table_type from information_schema.tables where table_name = 'held'"
+    assert as_table.execute(table_type).fetchone()[0] == "BASE TABLE"
+
+    con = _connect()
+    engine = DuckDBEngine(con, scratch=tmp_path, partitions=passes)
+    engine.create(model)
+    assert con.execute(table_type).fetchone()[0] == "VIEW"
+    folder = tmp_path / "steps" / "attribution.held"
+    assert sorted(path.name for path in folder.iterdir()) == [
+        f"pass_{index}.parquet" for index in range(passes)
+    ]
+    assert engine.partitions_used == {"attribution.held": passes}
+    # the HUGEINT sum comes back as HUGEINT, every other type as written
+    assert _described(con, "attribution.held") == _described(as_table, "attribution.held")
+    assert dict(_described(con, "attribution.held"))["total"] == "HUGEINT"
+    rows = "select * from attribution.held order by resource_id, hour"
+    assert con.execute(rows).fetchall() == as_table.execute(rows).fetchall()
+    assert len(con.execute(rows).fetchall()) == 400
+
+
+def test_a_step_with_no_rows_keeps_its_columns(tmp_path: Path) -> None:
+    con = _connect()
+    con.execute("delete from source.uses")
+    DuckDBEngine(con, scratch=tmp_path, partitions=2).create(
+        parse_model("attribution", "held", STEP)
+    )
+    assert con.execute("select count(*) from attribution.held").fetchone()[0] == 0
+    assert dict(_described(con, "attribution.held"))["holders"].startswith("STRUCT(")
+
+
+def test_a_step_built_again_replaces_its_files(tmp_path: Path) -> None:
+    con = _connect()
+    model = parse_model("attribution", "held", STEP)
+    DuckDBEngine(con, scratch=tmp_path, partitions=3).create(model)
+    DuckDBEngine(con, scratch=tmp_path, partitions=1).create(model)
+    folder = tmp_path / "steps" / "attribution.held"
+    assert [path.name for path in folder.iterdir()] == ["pass_0.parquet"]
+    assert con.execute("select count(*) from attribution.held").fetchone()[0] == 400
+
+
+def test_the_shipped_build_steps_are_intermediate_models() -> None:
+    """The steps the engine writes as Parquet: the attribution and allocation intermediates."""
+    steps = {model.qualified for model in discover() if model.materialization == "intermediate"}
+    assert {"attribution.line_attributions", "attribution.resource_time_overlaps"} <= steps
+    assert {"allocation.line_remainders", "attribution.unattributed_lines"} <= steps
+
+
+def test_a_kept_build_database_still_reads_its_steps(tmp_path: Path) -> None:
+    """A failed check keeps runs/<run_id>/build.duckdb and tmp/: closing the build database
+    (whose temp_directory is tmp/) leaves the steps there, readable when it is opened again."""
+    scratch = tmp_path / "tmp"
+    path = str(tmp_path / "build.duckdb")
+    con = duckdb.connect(path, config={"temp_directory": str(scratch)})
+    con.execute("create schema source")
+    con.execute("create schema attribution")
+    con.execute(
+        "create table source.uses as select 'i-' || (i % 40) as resource_id, i // 40 as hour, "
+        "i * 7 % 3600 as seconds from range(400) as t(i)"
+    )
+    DuckDBEngine(con, scratch=scratch, partitions=2).create(
+        parse_model("attribution", "held", STEP)
+    )
+    con.close()
+    again = duckdb.connect(path, read_only=True)
+    assert again.execute("select count(*), sum(total) from attribution.held").fetchone() == (
+        400,
+        10 * sum(i * 7 % 3600 for i in range(400)),  # each resource's total on its 10 rows
+    )

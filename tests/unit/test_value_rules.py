@@ -1,0 +1,57 @@
+"""The amount rule: one comparison on a DOUBLE column refuses exactly what the four tests do."""
+
+from __future__ import annotations
+
+import math
+
+import duckdb
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from pipeline.ingest import value_rules
+
+LIMITS = (value_rules.MAX_AMOUNT, value_rules.MAX_QUANTITY)
+EDGES = [None, math.nan, -math.nan, math.inf, -math.inf, 0.0, -0.0, 1e15, -1e15, 1e24, -1e24]
+EDGES += [math.nextafter(1e15, 0), math.nextafter(1e24, 0), 5e-324, 1.7976931348623157e308]
+
+
+def bad(value: float | None, limit: float, double: bool) -> bool:
+    con = duckdb.connect()
+    con.execute("set disabled_optimizers = 'statistics_propagation'")  # as first_bad runs it
+    con.execute("create table amounts (amount double)")
+    con.execute("insert into amounts values (?)", [value])
+    rule = value_rules.bad_amount("amount", limit, double=double)
+    return con.execute(f"select count(*) from amounts where {rule}").fetchone()[0] == 1
+
+
+@pytest.mark.parametrize("limit", LIMITS)
+@pytest.mark.parametrize("value", EDGES, ids=repr)
+def test_the_double_rule_refuses_what_the_four_tests_refuse(value: float | None, limit: float):
+    assert bad(value, limit, double=True) == bad(value, limit, double=False)
+
+
+@pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf, 1e15, -2e15])
+def test_the_double_rule_refuses_nan_infinity_and_the_limit(value: float):
+    assert bad(value, value_rules.MAX_AMOUNT, double=True)
+
+
+@given(st.one_of(st.none(), st.floats(allow_nan=True, allow_infinity=True)))
+def test_any_double_is_judged_alike_by_both_rules(value: float | None):
+    for limit in LIMITS:
+        assert bad(value, limit, double=True) == bad(value, limit, double=False)
+
+
+def test_a_nan_hidden_from_footer_statistics_is_refused(tmp_path):
+    """A NaN in a Parquet file (whose min/max statistics leave NaN out) is found by first_bad."""
+    path = tmp_path / "amounts.parquet"
+    con = duckdb.connect()
+    con.execute(
+        f"copy (select * from (values (1.0::double), ('nan'::double), (2.0)) as t(amount)) "
+        f"to '{path}' (format parquet)"
+    )
+    rule = value_rules.money("amount", double=True)
+    found = value_rules.first_bad(
+        con, f"read_parquet('{path}', file_row_number = true)", "file_row_number", [rule]
+    )
+    assert found is not None and found.row == 1 and found.value == "nan"
