@@ -159,6 +159,8 @@ ranked as (
                 window_overlaps.charge_period_end
             order by window_overlaps.overlap_us desc, window_overlaps.attempt_id asc
         ) as slice_rank,
+        -- the holders of the window; the same partition and order as slice_rank, so both come
+        -- from one sort of the window's rows
         count(*) over (
             partition by
                 window_overlaps.resource_id,

@@ -40,8 +40,9 @@ select * from final
 """
 
 
-def _connect() -> duckdb.DuckDBPyConnection:
-    con = duckdb.connect()
+def _connect(path: str = ":memory:", **config: str) -> duckdb.DuckDBPyConnection:
+    """A build database with source.uses: 40 resources, 10 hours each."""
+    con = duckdb.connect(path, config=config)
     con.execute("set TimeZone = 'UTC'")
     con.execute("create schema source")
     con.execute("create schema attribution")
@@ -113,13 +114,7 @@ def test_a_kept_build_database_still_reads_its_steps(tmp_path: Path) -> None:
     (whose temp_directory is tmp/) leaves the steps there, readable when it is opened again."""
     scratch = tmp_path / "tmp"
     path = str(tmp_path / "build.duckdb")
-    con = duckdb.connect(path, config={"temp_directory": str(scratch)})
-    con.execute("create schema source")
-    con.execute("create schema attribution")
-    con.execute(
-        "create table source.uses as select 'i-' || (i % 40) as resource_id, i // 40 as hour, "
-        "i * 7 % 3600 as seconds from range(400) as t(i)"
-    )
+    con = _connect(path, temp_directory=str(scratch))
     DuckDBEngine(con, scratch=scratch, partitions=2).create(
         parse_model("attribution", "held", STEP)
     )
