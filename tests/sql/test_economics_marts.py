@@ -443,11 +443,13 @@ def test_waste_findings_with_evidence(tmp_path):
         {"attempt_id": "w1", "event_at": at(10, 30), "event_type": "data_wait", "duration_s": 900.0}
     ]
 
-    def volume(hour: int) -> dict:
+    def volume(
+        hour: int, resource: str = "vol-1", usage: str = "EBS:VolumeUsage.gp3", cost: float = 0.1
+    ) -> dict:
         return cur_line(
-            line_item_unblended_cost=0.1,
-            line_item_resource_id="vol-1",
-            line_item_usage_type="EBS:VolumeUsage.gp3",
+            line_item_unblended_cost=cost,
+            line_item_resource_id=resource,
+            line_item_usage_type=usage,
             pricing_unit="GB-Mo",
             line_item_usage_start_date=at(hour),
             line_item_usage_end_date=at(hour + 1),
@@ -481,17 +483,7 @@ def test_waste_findings_with_evidence(tmp_path):
             line_item_usage_end_date=at(0, day=11),
         ),  # 7: 9 days after w1 ended
         # 8-10: a vol- resource whose usage type no finding reads is a volume by its id alone
-        *(
-            cur_line(
-                line_item_unblended_cost=0.2,
-                line_item_resource_id="vol-2",
-                line_item_usage_type="EBS:FastSnapshotRestore",
-                pricing_unit="DSU-Hrs",
-                line_item_usage_start_date=at(hour),
-                line_item_usage_end_date=at(hour + 1),
-            )
-            for hour in (10, 11, 12)
-        ),
+        *(volume(hour, "vol-2", "EBS:FastSnapshotRestore", 0.2) for hour in (10, 11, 12)),
     ]
     con = build_economics(
         tmp_path,
