@@ -45,8 +45,6 @@ usage_kinds as (
     -- what each finding asks of a line's usage, per profile: the rules below read these flags
     select
         profiles.profile_key,
-        profiles.usage_type,
-        profiles.instance_type,
         coalesce(profiles.usage_type like '%EBS:Volume%', false) as volume_usage,
         coalesce(
             profiles.usage_type like '%Usage:%'
@@ -60,6 +58,13 @@ usage_kinds as (
     from profiles
 ),
 
+finding_usages as (
+    select
+        usage_kinds.*,
+        usage_kinds.volume_usage or usage_kinds.instance_usage or usage_kinds.storage_usage as finding_usage
+    from usage_kinds
+),
+
 unplaced_slices as (
     -- the marginal model's unallocated slices, with their profile's usage
     select
@@ -68,14 +73,12 @@ unplaced_slices as (
         model_slices.billing_period,
         model_slices.billing_currency,
         model_slices.effective_cost,
-        usage_kinds.usage_type,
-        usage_kinds.instance_type,
-        usage_kinds.volume_usage,
-        usage_kinds.instance_usage,
-        usage_kinds.storage_usage,
-        usage_kinds.volume_usage or usage_kinds.instance_usage or usage_kinds.storage_usage as finding_usage
+        finding_usages.volume_usage,
+        finding_usages.instance_usage,
+        finding_usages.storage_usage,
+        finding_usages.finding_usage
     from model_slices
-    inner join usage_kinds on model_slices.profile_key = usage_kinds.profile_key
+    inner join finding_usages on model_slices.profile_key = finding_usages.profile_key
     where
         model_slices.allocation_model = 'marginal'
         and model_slices.allocation_kind = 'unallocated'
@@ -90,10 +93,8 @@ volume_lines as (
         cost_lines.charge_period_end,
         cost_lines.effective_cost
     from cost_lines
-    semi join usage_kinds
-        on cost_lines.profile_key = usage_kinds.profile_key and not (
-            usage_kinds.volume_usage or usage_kinds.instance_usage or usage_kinds.storage_usage
-        )
+    semi join finding_usages
+        on cost_lines.profile_key = finding_usages.profile_key and not finding_usages.finding_usage
     where cost_lines.resource_id like 'vol-%'
 ),
 
@@ -130,8 +131,6 @@ unplaced as (
         unplaced_lines.billing_period,
         unplaced_lines.billing_currency,
         unplaced_lines.effective_cost,
-        unplaced_lines.usage_type,
-        unplaced_lines.instance_type,
         unplaced_lines.volume_usage or unplaced_lines.resource_id like 'vol-%' as volume_finding,
         unplaced_lines.instance_usage as instance_finding,
         unplaced_lines.storage_usage and unplaced_lines.resource_id not like 'vol-%' as storage_finding,
