@@ -17,7 +17,8 @@ with model_slices as (
 ),
 
 cost_lines as (
-    select * from normalized.cost_lines
+    -- the lines' own columns (resource, times, cost): their usage type is their profile's
+    select * from normalized.cost_line_facts
 ),
 
 profiles as (
@@ -40,27 +41,106 @@ settings as (
     select * from config.economics
 ),
 
-unplaced as (
+usage_kinds as (
+    -- what each finding asks of a line's usage, per profile: the rules below read these flags
+    select
+        profiles.profile_key,
+        coalesce(profiles.usage_type like '%EBS:Volume%', false) as volume_usage,
+        coalesce(
+            profiles.usage_type like '%Usage:%'
+            and profiles.usage_type not like '%EBS:%'
+            and profiles.instance_type <> '',
+            false
+        ) as instance_usage,
+        coalesce(
+            profiles.usage_type like '%TimedStorage%' or profiles.usage_type like '%EBS:Snapshot%', false
+        ) as storage_usage
+    from profiles
+),
+
+finding_usages as (
+    select
+        usage_kinds.*,
+        usage_kinds.volume_usage or usage_kinds.instance_usage or usage_kinds.storage_usage as finding_usage
+    from usage_kinds
+),
+
+unplaced_slices as (
+    -- the marginal model's unallocated slices, with their profile's usage
     select
         model_slices.line_id,
         model_slices.unallocated_reason,
-        cost_lines.resource_id,
         model_slices.billing_period,
         model_slices.billing_currency,
         model_slices.effective_cost,
-        cost_lines.usage_type,
-        cost_lines.instance_type,
-        cost_lines.charge_period_start,
-        cost_lines.charge_period_end,
-        (epoch_us(cost_lines.charge_period_end) - epoch_us(cost_lines.charge_period_start))
-        / 3600000000.0
-        * coalesce(model_slices.effective_cost / nullif(cost_lines.effective_cost, 0), 1) as idle_hours
+        finding_usages.volume_usage,
+        finding_usages.instance_usage,
+        finding_usages.storage_usage,
+        finding_usages.finding_usage
     from model_slices
-    inner join cost_lines on model_slices.line_id = cost_lines.line_id
+    inner join finding_usages on model_slices.profile_key = finding_usages.profile_key
     where
         model_slices.allocation_model = 'marginal'
         and model_slices.allocation_kind = 'unallocated'
-        and cost_lines.resource_id is not null
+),
+
+volume_lines as (
+    -- lines of a vol- resource whose usage no finding reads: only the volume rule takes them
+    select
+        cost_lines.line_id,
+        cost_lines.resource_id,
+        cost_lines.charge_period_start,
+        cost_lines.charge_period_end,
+        cost_lines.effective_cost
+    from cost_lines
+    semi join finding_usages
+        on cost_lines.profile_key = finding_usages.profile_key and not finding_usages.finding_usage
+    where cost_lines.resource_id like 'vol-%'
+),
+
+unplaced_lines as (
+    -- each unplaced slice a finding may read, with its line: the slices are cut to the usages
+    -- the findings read before they meet the lines on line_id (a hash table of those slices,
+    -- not of the month's lines)
+    select
+        unplaced_slices.*,
+        cost_lines.resource_id,
+        cost_lines.charge_period_start,
+        cost_lines.charge_period_end,
+        cost_lines.effective_cost as line_effective_cost
+    from unplaced_slices
+    inner join cost_lines on unplaced_slices.line_id = cost_lines.line_id
+    where unplaced_slices.finding_usage and cost_lines.resource_id is not null
+    union all
+    select
+        unplaced_slices.*,
+        volume_lines.resource_id,
+        volume_lines.charge_period_start,
+        volume_lines.charge_period_end,
+        volume_lines.effective_cost as line_effective_cost
+    from unplaced_slices
+    inner join volume_lines on unplaced_slices.line_id = volume_lines.line_id
+    where not unplaced_slices.finding_usage
+),
+
+unplaced as (
+    select
+        unplaced_lines.line_id,
+        unplaced_lines.unallocated_reason,
+        unplaced_lines.resource_id,
+        unplaced_lines.billing_period,
+        unplaced_lines.billing_currency,
+        unplaced_lines.effective_cost,
+        unplaced_lines.volume_usage or unplaced_lines.resource_id like 'vol-%' as volume_finding,
+        unplaced_lines.instance_usage as instance_finding,
+        unplaced_lines.storage_usage and unplaced_lines.resource_id not like 'vol-%' as storage_finding,
+        unplaced_lines.charge_period_start,
+        unplaced_lines.charge_period_end,
+        (epoch_us(unplaced_lines.charge_period_end) - epoch_us(unplaced_lines.charge_period_start))
+        / 3600000000.0
+        * coalesce(unplaced_lines.effective_cost / nullif(unplaced_lines.line_effective_cost, 0), 1)
+            as idle_hours
+    from unplaced_lines
 ),
 
 volumes as (
@@ -78,7 +158,7 @@ volumes as (
         case when bool_and(unplaced.unallocated_reason = 'outside_any_attempt') then 'high' else 'medium' end
             as confidence
     from unplaced
-    where unplaced.usage_type like '%EBS:Volume%' or unplaced.resource_id like 'vol-%'
+    where unplaced.volume_finding
     group by unplaced.resource_id
     having
         cast(sum(cast(unplaced.idle_hours as decimal(38, 18))) as double)
@@ -103,11 +183,7 @@ instances as (
             else 'low'
         end as confidence
     from unplaced
-    where
-        unplaced.usage_type like '%Usage:%'
-        and unplaced.usage_type not like '%EBS:%'
-        and unplaced.instance_type is not null
-        and unplaced.instance_type <> ''
+    where unplaced.instance_finding
     group by unplaced.resource_id
     having sum(unplaced.effective_cost) <> 0
 ),
@@ -189,8 +265,7 @@ stale_by_resource as (
     cross join settings
     where
         not holders.still_held
-        and unplaced.resource_id not like 'vol-%'
-        and (unplaced.usage_type like '%TimedStorage%' or unplaced.usage_type like '%EBS:Snapshot%')
+        and unplaced.storage_finding
         and unplaced.charge_period_start
         >= holders.last_ended_at + to_microseconds(cast(settings.stale_checkpoint_days * 86400000000 as bigint))
     group by unplaced.resource_id
@@ -220,6 +295,8 @@ stale_by_tag as (
         list(distinct model_slices.line_id order by model_slices.line_id) as evidence_line_ids,
         'high' as confidence
     from model_slices
+    -- storage slices only (by their profile) meet the lines
+    inner join usage_kinds on model_slices.profile_key = usage_kinds.profile_key and usage_kinds.storage_usage
     inner join cost_lines on model_slices.line_id = cost_lines.line_id
     inner join experiment_ends on model_slices.experiment_id = experiment_ends.experiment_id
     cross join settings
@@ -227,7 +304,6 @@ stale_by_tag as (
         model_slices.allocation_model = 'marginal'
         and model_slices.attribution_method = 'experiment_tag'
         and not experiment_ends.still_running
-        and (cost_lines.usage_type like '%TimedStorage%' or cost_lines.usage_type like '%EBS:Snapshot%')
         and cost_lines.charge_period_start
         >= experiment_ends.last_ended_at
         + to_microseconds(cast(settings.stale_checkpoint_days * 86400000000 as bigint))

@@ -443,11 +443,13 @@ def test_waste_findings_with_evidence(tmp_path):
         {"attempt_id": "w1", "event_at": at(10, 30), "event_type": "data_wait", "duration_s": 900.0}
     ]
 
-    def volume(hour: int) -> dict:
+    def volume(
+        hour: int, resource: str = "vol-1", usage: str = "EBS:VolumeUsage.gp3", cost: float = 0.1
+    ) -> dict:
         return cur_line(
-            line_item_unblended_cost=0.1,
-            line_item_resource_id="vol-1",
-            line_item_usage_type="EBS:VolumeUsage.gp3",
+            line_item_unblended_cost=cost,
+            line_item_resource_id=resource,
+            line_item_usage_type=usage,
             pricing_unit="GB-Mo",
             line_item_usage_start_date=at(hour),
             line_item_usage_end_date=at(hour + 1),
@@ -480,6 +482,8 @@ def test_waste_findings_with_evidence(tmp_path):
             line_item_usage_start_date=at(0, day=10),
             line_item_usage_end_date=at(0, day=11),
         ),  # 7: 9 days after w1 ended
+        # 8-10: a vol- resource whose usage type no finding reads is a volume by its id alone
+        *(volume(hour, "vol-2", "EBS:FastSnapshotRestore", 0.2) for hour in (10, 11, 12)),
     ]
     con = build_economics(
         tmp_path,
@@ -508,4 +512,14 @@ def test_waste_findings_with_evidence(tmp_path):
         ("stale_checkpoint_storage", "ckpt", "x", D("0.7"), 24.0, [base + 7], "medium"),
         # vol-1: 3 idle hours x $0.1 > 2 hours
         ("unattached_volume", "vol-1", None, D("0.3"), 3.0, [base + 1, base + 2, base + 3], "high"),
+        # vol-2 never in telemetry: medium
+        (
+            "unattached_volume",
+            "vol-2",
+            None,
+            D("0.6"),
+            3.0,
+            [base + 8, base + 9, base + 10],
+            "medium",
+        ),
     ]
