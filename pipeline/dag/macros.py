@@ -171,15 +171,136 @@ LINE_PROFILE_COLUMNS = Macro(
     relations=("relation",),
 )
 
-# A line's profile key: a 64-bit hash of its profile columns (63 bits, a BIGINT on both engines;
-# Spark's is xxhash64, so the values are the engine's own). checks.line_profile_keys_unique
-# fails the run if two profiles of a bill ever share one.
-LINE_PROFILE_KEY = Macro(
-    "line_profile_key",
+# What each source's profile columns are computed from: the source columns (and the few per-line
+# tests, such as a Google Cloud adjustment's sign) its staging.<source>_line_profiles view reads, as
+# names or (name, expression over the line items' alias). A line's profile key hashes these, not the
+# profile columns: a hash of dictionary-encoded source text per line, while the profile columns
+# (CASE and LIKE rules) are computed once per profile instead of on every line, twice (about 4 CPU
+# s less at 10M lines, docs/performance.md, session 18).
+PROFILE_SOURCES = {
+    "aws": (
+        "source_delivery",
+        "source_file",
+        "payer_account_name",
+        "usage_account_id",
+        "usage_account_name",
+        "line_item_type",
+        "line_item_description",
+        "product_code",
+        "sku_id",
+        "usage_type",
+        "operation",
+        "region_code",
+        "availability_zone",
+        "instance_type",
+        "pricing_unit",
+        "invoice_id",
+        "invoicing_entity",
+        "billing_entity",
+        "pricing_term",
+        "savings_plan_arn",
+        "reservation_arn",
+        "region_name",
+        "product_family",
+    ),
+    "gcp": (
+        "source_delivery",
+        "source_file",
+        "project_id",
+        "project_name",
+        "cost_type",
+        "adjustment_id",
+        "adjustment_type",
+        "sku_description",
+        "service_description",
+        "sku_id",
+        "location_region",
+        "location_zone",
+        ("machine_spec", "{relation}.system_labels['compute.googleapis.com/machine_spec']"),
+        (
+            "is_unused_reservation",
+            "coalesce({relation}.system_labels['compute.googleapis.com/is_unused_reservation'], "
+            "'') = 'true'",
+        ),
+        "usage_pricing_unit",
+        "usage_unit",
+        "seller_name",
+        ("is_credit_like", "{relation}.cost <= 0"),
+        ("has_committed_use_discount", "{relation}.credit_committed_usage_discount <> 0"),
+    ),
+    "focus": (
+        "source_delivery",
+        "source_file",
+        "billing_account_name",
+        "sub_account_id",
+        "sub_account_name",
+        "charge_category",
+        "charge_class",
+        "charge_description",
+        "commitment_discount_status",
+        "service_name",
+        "sku_id",
+        "usage_type",
+        "operation",
+        "region_id",
+        "availability_zone",
+        "pricing_unit",
+        "consumed_unit",
+        "commitment_discount_id",
+        "commitment_discount_category",
+        "service_category",
+        "invoice_id",
+        "provider_name",
+        "publisher_name",
+        "invoice_issuer_name",
+        "charge_frequency",
+        "pricing_category",
+        "commitment_discount_name",
+        "commitment_discount_type",
+        "region_name",
+        "resource_type",
+        "sku_price_id",
+    ),
+}
+
+
+def _sources(source: str) -> list[tuple[str, str]]:
+    return [
+        (item, f"{{relation}}.{item}") if isinstance(item, str) else item
+        for item in PROFILE_SOURCES[source]
+    ]
+
+
+def _profile_macros(source: str) -> tuple[Macro, Macro]:
+    """`<source>_profile_key(relation)`: a line's profile key, a 64-bit hash of its profile sources
+    (63 bits, a BIGINT on both engines; Spark's is xxhash64, so the values are the engine's own),
+    led by the source's name so no two sources share a key; `<source>_profile_sources(relation)`:
+    the same sources under their names, for the select list of the profiles view."""
+    items = _sources(source)
+    hashed = ", ".join(expression for _, expression in items)
+    listed = ", ".join(
+        expression if expression == f"{{relation}}.{name}" else f"{expression} as {name}"
+        for name, expression in items
+    )
+    return (
+        Macro(
+            f"{source}_profile_key",
+            ("relation",),
+            f"cast(hash('{source}', {hashed}) >> 1 as bigint)",
+            relations=("relation",),
+        ),
+        Macro(f"{source}_profile_sources", ("relation",), listed, relations=("relation",)),
+    )
+
+
+PROFILE_MACROS = [macro for source in PROFILE_SOURCES for macro in _profile_macros(source)]
+
+# A FOCUS row's unit in lower case, its consumed unit before its pricing unit: usage seconds read
+# hours from it (staging.focus_cost_lines), the resource class its kind (focus_line_profiles).
+FOCUS_UNIT = Macro(
+    "focus_unit",
     ("relation",),
-    "cast(hash("
-    + ", ".join(f"{{relation}}.{column}" for column in PROFILE_COLUMNS)
-    + ") >> 1 as bigint)",
+    "lower(coalesce({relation}.consumed_unit, {relation}.pricing_unit, ''))",
     relations=("relation",),
 )
 
@@ -195,7 +316,8 @@ MACROS = {
         FIRST_TAG_VALUE,
         IN_ALLOCATION_MODEL,
         LINE_PROFILE_COLUMNS,
-        LINE_PROFILE_KEY,
+        *PROFILE_MACROS,
+        FOCUS_UNIT,
     )
 }
 _CALL = re.compile(r"\b(" + "|".join(MACROS) + r")\s*\(", re.IGNORECASE)

@@ -3,8 +3,9 @@
 -- materialized: parquet (written once, as the published Parquet, and read by the build through normalized.cost_lines)
 -- The text columns with few values in a bill (line_profile_columns: category, service, usage type, account names,
 -- delivery, ...) are stored once per combination in normalized.cost_line_profiles and named here by profile_key:
--- encoding them on every line cost about half of this table's CPU (docs/performance.md). normalized.cost_lines joins
--- the two back into the whole line.
+-- encoding them on every line cost about half of this table's CPU, and computing them on every line to hash them
+-- about 2 CPU s more at 10M lines (docs/performance.md), so the key hashes the source columns they are computed from.
+-- normalized.cost_lines joins the two back into the whole line.
 -- The attribution tags are read here, once, from the tags map with the configured keys, each source format under
 -- its own spelling: CUR lines under the CUR-normalized keys (attempt-id -> user_attempt_id), Google Cloud labels
 -- and FOCUS Tags under the keys exactly as configured.
@@ -56,8 +57,8 @@ final as (
         provider_lines.contracted_unit_price,
         provider_lines.contracted_cost,
         provider_lines.resource_name,
-        -- a macro (pipeline/dag/macros.py): a hash of the profile columns
-        line_profile_key(provider_lines) as profile_key  -- noqa: RF02
+        -- each source's hash of what its profile is computed from (staging.<provider>_cost_lines)
+        provider_lines.profile_key
     from provider_lines
     cross join attribution_settings
 )

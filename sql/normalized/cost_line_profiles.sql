@@ -1,24 +1,21 @@
 -- Each distinct profile of the bill's cost lines: the text columns with few values, stored once per combination.
--- grain: one row per distinct combination of line_profile_columns (profile_key), every provider
+-- grain: one row per profile_key, every provider
 -- A line's profile is its category, service, SKU, usage type, operation, place, account names, delivery, invoice and
--- FOCUS names (line_profile_columns); normalized.cost_line_facts names it by profile_key, a 64-bit hash of them,
--- and checks.line_profile_keys_unique fails the run if two profiles ever share a key. A bill has a few thousand
--- profiles for millions of lines.
-with provider_lines as (
-    select * from staging.provider_cost_lines
-),
-
-profiles as (
-    select distinct line_profile_columns(provider_lines)
-    from provider_lines
+-- FOCUS names (line_profile_columns). Each source computes them once per distinct combination of the source columns
+-- they are read from (staging.<provider>_line_profiles) and names them by profile_key, a 64-bit hash of those source
+-- columns that normalized.cost_line_facts carries on every line. checks.line_profile_keys_unique fails the run if
+-- two different profiles ever share a key. A bill has a few thousand profiles for millions of lines.
+with provider_profiles as (
+    select * from staging.provider_line_profiles
 ),
 
 final as (
-    select
-        line_profile_key(profiles) as profile_key,
+    -- two source combinations that give the same profile under one key are one row
+    select distinct
+        provider_profiles.profile_key,
         -- a macro (pipeline/dag/macros.py): the profile columns, each under its own name
-        line_profile_columns(profiles)  -- noqa: AL03
-    from profiles
+        line_profile_columns(provider_profiles)  -- noqa: AL03
+    from provider_profiles
 )
 
 select * from final

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pipeline.common.errors import ModelError
-from pipeline.dag.macros import PROFILE_COLUMNS, expand_macros
+from pipeline.dag.macros import PROFILE_COLUMNS, PROFILE_SOURCES, expand_macros
 from pipeline.dag.models import discover, parse_model, sql_root
 
 
@@ -159,37 +159,58 @@ def test_the_allocation_model_rule_is_written_once() -> None:
     ]
 
 
-def test_a_profile_key_hashes_every_profile_column_of_one_relation() -> None:
-    sql = expand_macros("select line_profile_key(lines) as k", "x")
-    assert sql.startswith("select cast(hash(lines.source_delivery, lines.source_file, ")
+@pytest.mark.parametrize("source", sorted(PROFILE_SOURCES))
+def test_a_profile_key_hashes_the_sources_name_and_every_profile_source(source: str) -> None:
+    sql = expand_macros(f"select {source}_profile_key(lines) as k", "x")
+    assert sql.startswith(f"select cast(hash('{source}', lines.")
     assert sql.endswith(") >> 1 as bigint) as k")
-    assert sql.count("lines.") == len(PROFILE_COLUMNS)
-    columns = expand_macros("select line_profile_columns(p)", "x")
-    assert columns == "select " + ", ".join(f"p.{name}" for name in PROFILE_COLUMNS)
+    assert sql.count("lines.") == len(PROFILE_SOURCES[source])
+    listed = expand_macros(f"select {source}_profile_sources(p)", "x")
+    names = [item if isinstance(item, str) else item[0] for item in PROFILE_SOURCES[source]]
+    found = re.findall(r"(?:p\.(\w+)|as (\w+))(?:, |$)", listed)
+    assert [plain or alias for plain, alias in found] == names
 
 
-def test_profiles_that_differ_in_one_column_or_a_null_get_other_keys() -> None:
-    """Each column and its position counts: NULL, '' and a value moved to the next column."""
+def test_profiles_whose_sources_differ_in_one_column_or_a_null_get_other_keys() -> None:
+    """Each source column and its position counts: NULL, '' and a value moved to the next one;
+    and two sources' lines with the same values never share a key."""
     con = duckdb.connect()
-    names = ", ".join(PROFILE_COLUMNS)
-    base = ["'x'"] * len(PROFILE_COLUMNS)
+    sources = PROFILE_SOURCES["aws"]
+    names = ", ".join(sources)
+    base = ["'x'"] * len(sources)
     variants = [base]
-    for index in range(len(PROFILE_COLUMNS)):
+    for index in range(len(sources)):
         for value in ("null", "''", "'y'"):
             variants.append([*base[:index], value, *base[index + 1 :]])
     rows = " union all ".join(
-        f"select {', '.join(f'{v} as {n}' for v, n in zip(row, PROFILE_COLUMNS, strict=True))}"
+        f"select {', '.join(f'{v} as {n}' for v, n in zip(row, sources, strict=True))}"
         for row in variants
     )
-    sql = expand_macros(f"select line_profile_key(t) from ({rows}) as t({names})", "x")
+    sql = expand_macros(f"select aws_profile_key(t) from ({rows}) as t({names})", "x")
     keys = [row[0] for row in con.execute(sql).fetchall()]
-    assert len(set(keys)) == len(variants) == 1 + 3 * len(PROFILE_COLUMNS)
+    assert len(set(keys)) == len(variants) == 1 + 3 * len(sources)
     assert all(0 <= key < 2**63 for key in keys)  # a BIGINT on both engines
+    focus = PROFILE_SOURCES["focus"]
+    same = "select " + ", ".join(f"'x' as {name}" for name in focus)
+    other = expand_macros(f"select focus_profile_key(t) from ({same}) as t", "x")
+    assert con.execute(other).fetchone()[0] not in keys
+
+
+def test_a_profile_is_computed_from_its_sources_alone() -> None:
+    """Each *_line_profiles view reads its line items only in the distinct sources, so a profile
+    column cannot read a column the lines' key leaves out (it would not bind)."""
+    models = {model.qualified: model for model in discover()}
+    for source in PROFILE_SOURCES:
+        sql = models[f"staging.{source}_line_profiles"].sql
+        lines = f"{source}_line_items" if source != "aws" else "billed"
+        assert f"select distinct\n        cast(hash('{source}', {lines}." in sql
+        after_sources = sql.split(f"    from {lines}\n),", 1)[1]
+        assert f"{lines}." not in after_sources, source
 
 
 def test_a_profile_macro_takes_the_alias_of_a_table() -> None:
     with pytest.raises(ModelError, match="takes the alias of a table as relation"):
-        parse_model("normalized", "m", "-- M.\n-- grain: x\nselect line_profile_key(a.b) as k")
+        parse_model("normalized", "m", "-- M.\n-- grain: x\nselect aws_profile_key(a.b) as k")
 
 
 def test_the_profile_columns_are_the_lines_columns_the_facts_leave_out() -> None:

@@ -1,0 +1,124 @@
+-- Google Cloud billing export line profiles: the few-valued text columns, computed once per combination of sources.
+-- grain: one row per distinct combination of gcp_profile_sources (profile_key)
+-- A profile's columns (FOCUS 1.2 meanings: category, service, resource class, ...) are computed from the export's
+-- source columns and per-row tests in gcp_profile_sources (pipeline/dag/macros.py), once per distinct combination
+-- rather than on every row; staging.gcp_cost_lines names each row's profile by the same key over the same sources.
+-- normalized.cost_line_profiles unions this with the other providers' *_line_profiles views (docs/gcp.md).
+with gcp_line_items as (
+    select * from staging.gcp_billing_line_items
+),
+
+sources as (
+    select distinct
+        gcp_profile_key(gcp_line_items) as profile_key,  -- noqa: RF02
+        gcp_profile_sources(gcp_line_items)  -- noqa: AL03
+    from gcp_line_items
+),
+
+gpu_skus as (
+    -- accelerator SKUs known by id; any other SKU whose description names a GPU is one too
+    select gpu_sku_list.sku_id
+    from (values ('88B8-C3ED-03F0')) as gpu_sku_list (sku_id)
+),
+
+classified as (
+    select
+        sources.*,
+        gpu_skus.sku_id is not null
+        or regexp_matches(
+            lower(coalesce(sources.sku_description, '')), '(nvidia|tesla|\bgpu\b)'
+        ) as is_gpu_sku,
+        lower(coalesce(sources.sku_description, '')) like 'commitment%' as is_commitment_fee,
+        lower(coalesce(sources.sku_description, '')) as sku_text
+    from sources
+    left join gpu_skus on sources.sku_id = gpu_skus.sku_id
+),
+
+final as (
+    select
+        classified.profile_key,
+        classified.source_delivery,
+        classified.source_file,
+        cast(null as varchar) as billing_account_name,
+        classified.project_id as sub_account_id,
+        classified.project_name as sub_account_name,
+        case
+            when classified.cost_type = 'tax' then 'Tax'
+            when classified.cost_type in ('adjustment', 'rounding_error') then 'Adjustment'
+            when classified.is_commitment_fee then 'Purchase'
+            else 'Usage'
+        end as charge_category,
+        case when classified.adjustment_id is not null or classified.adjustment_type is not null then 'Correction' end
+            as charge_class,
+        classified.sku_description as charge_description,
+        classified.cost_type as provider_line_type,
+        classified.service_description as service_name,
+        classified.sku_id,
+        cast(null as varchar) as usage_type,
+        cast(null as varchar) as operation,
+        classified.location_region as region_id,
+        classified.location_zone as availability_zone,
+        classified.machine_spec as instance_type,
+        classified.usage_pricing_unit as pricing_unit,
+        case
+            when classified.cost_type = 'tax' then 'tax'
+            when classified.cost_type = 'rounding_error' then 'other'
+            when
+                classified.cost_type = 'adjustment'
+                and coalesce(classified.adjustment_type, '') not in (
+                    'USAGE_CORRECTION', 'PRICE_CORRECTION', 'METADATA_CORRECTION'
+                )
+                then case when classified.is_credit_like then 'credit' else 'other' end
+            when classified.is_unused_reservation then 'unused_reservation'
+            when classified.is_commitment_fee then 'commitment'
+            when classified.is_gpu_sku then 'gpu'
+            when
+                classified.sku_text like '%egress%'
+                or classified.sku_text like '%data transfer%'
+                or classified.sku_text like 'network %'
+                then 'data_transfer'
+            when classified.sku_text like '%operations%' then 'storage_operations'
+            when
+                classified.sku_text like '%pd capacity%'
+                or classified.sku_text like '%pd snapshot%'
+                or classified.sku_text like '%local ssd%'
+                or classified.sku_text like '%storage%'
+                then 'storage'
+            when
+                classified.sku_text like '%instance core%'
+                or classified.sku_text like '%instance ram%'
+                or classified.sku_text like '% core running%'
+                or classified.sku_text like '% ram running%'
+                or classified.service_description = 'Compute Engine'
+                then 'compute'
+            when classified.service_description in ('Kubernetes Engine', 'Cloud Monitoring', 'Cloud Logging')
+                then 'platform'
+            else 'other'
+        end as resource_class,
+        cast(null as varchar) as invoice_id,
+        -- which format's tag-key spelling applies (pipeline/config/tags.py)
+        'gcp_billing_export' as source_format,
+        -- FOCUS 1.2 columns the normalized.focus view passes through (docs/focus.md#normalizedfocus)
+        'Google Cloud' as provider_name,
+        coalesce(nullif(classified.seller_name, ''), 'Google Cloud') as publisher_name,
+        'Google Cloud' as invoice_issuer_name,
+        cast(null as varchar) as service_category,
+        case when classified.cost_type = 'regular' then 'Usage-Based' else 'One-Time' end as charge_frequency,
+        case
+            when classified.cost_type = 'tax' then cast(null as varchar)
+            when classified.has_committed_use_discount then 'Committed'
+            else 'Standard'
+        end as pricing_category,
+        classified.usage_unit as consumed_unit,
+        cast(null as varchar) as commitment_discount_category,
+        cast(null as varchar) as commitment_discount_id,
+        cast(null as varchar) as commitment_discount_name,
+        cast(null as varchar) as commitment_discount_status,
+        cast(null as varchar) as commitment_discount_type,
+        cast(null as varchar) as region_name,
+        cast(null as varchar) as resource_type,
+        cast(null as varchar) as sku_price_id
+    from classified
+)
+
+select * from final
