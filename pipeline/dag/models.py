@@ -35,8 +35,9 @@ MATERIALIZATIONS = ("table", "view", "intermediate", "parquet")
 STORED = ("table", "intermediate", "parquet")
 # materializations published as tables (Parquet in the snapshot)
 PUBLISHED_TABLES = ("table", "parquet")
-# materializations a model built in resource-hash passes may have (pipeline.dag.partitions)
-_IN_PASSES = ("table", "intermediate")
+# materializations a model built in resource-hash passes may have (pipeline.dag.partitions); a
+# published one in passes writes each pass's files into its billing periods' folders
+_IN_PASSES = ("table", "intermediate", "parquet")
 
 
 def sql_root() -> Path:
@@ -90,8 +91,8 @@ def parse_model(layer: str, name: str, sql: str, path: Path | None = None) -> Mo
     if is_partitioned(sql) and (layer in ("staging", "checks") or materialized not in _IN_PASSES):
         raise ModelError(
             f"{where}: in_resource_partition() builds a model in passes, which only a "
-            "`-- materialized: table` or `intermediate` model can be; remove the call or "
-            "change the materialization"
+            "`-- materialized: table`, `intermediate` or `parquet` model can be; remove the call "
+            "or change the materialization"
         )
     if sql.rstrip().endswith(";"):
         raise ModelError(f"{where}: a model is one select without a trailing ';'")

@@ -33,11 +33,14 @@ def write_parquet(
     target: Path,
     partition_by: str | None,
     values: list | None = None,
+    file_name: str | None = None,
 ) -> int:
     """Write ``source`` (a relation, or a query in brackets) to ``target``; the rows written.
 
     ``partition_by``: a hive folder at ``target`` with a folder per value of that column,
-    ``values`` those values when known already; otherwise one file at ``target``.
+    ``values`` those values when known already (a value without rows leaves no file); otherwise
+    one file at ``target``. ``file_name``: the name of the files in each folder (a pass of a
+    model built in passes adds its own files to the folders of the passes before it).
     """
     target.parent.mkdir(parents=True, exist_ok=True)
     query = parquet_query(source, columns)
@@ -51,7 +54,12 @@ def write_parquet(
         # PARTITION_BY buffers rows per partition; flushing at one row group (not 512k rows)
         # halved peak memory at 5 M rows over 6 periods (1.1 GB -> 0.5 GB)
         con.execute("set partitioned_write_flush_threshold = 122880")
-        options = f"{OPTIONS}, partition_by ({partition_by}), filename_pattern 'part_{{i}}'"
+        options = (
+            f"{OPTIONS}, partition_by ({partition_by}), "
+            f"filename_pattern '{file_name or 'part'}_{{i}}'"
+        )
+        if file_name:  # the folder holds the files of the passes before
+            options += ", overwrite_or_ignore true"
         return _count(con.execute(f"copy ({query}) to '{sql_path(target)}' ({options})"))
     # a few plain folder-name values (a night has one or two open periods): one filtered copy
     # per period writes the same layout as PARTITION_BY for a third less CPU (its per-partition
@@ -60,14 +68,20 @@ def write_parquet(
     for value in values:
         folder = target / f"{partition_by}={value}"
         folder.mkdir(parents=True, exist_ok=True)
-        rows += _count(
+        path = folder / f"{file_name or 'part_0'}.parquet"
+        written = _count(
             con.execute(
                 f'copy (select * exclude ("{partition_by}") from ({query}) '
                 f'where "{partition_by}" = ?) '
-                f"to '{sql_path(folder / 'part_0.parquet')}' ({OPTIONS})",
+                f"to '{sql_path(path)}' ({OPTIONS})",
                 [value],
             )
         )
+        if not written:  # a candidate period without rows in this pass
+            path.unlink()
+            if not any(folder.iterdir()):
+                folder.rmdir()
+        rows += written
     return rows
 
 

@@ -7,7 +7,8 @@
 -- of one slice of the resources to that slice's windows, so the join's build side (the windows with their
 -- holder lists) is a slice of the month's; the slices placed by tag and by split cost, which no resource
 -- splits, are computed whole in the first pass (in_first_pass).
--- materialized: intermediate (a step of the build, never published: allocation.cost_slices carries its result)
+-- materialized: parquet (written once, in passes, as the published Parquet: allocation.cost_slices is the view of
+-- these attributed slices with allocation.unattributed_slices, so they are not written a second time)
 with cost_lines as (
     select
         cost_lines.line_id,

@@ -42,6 +42,7 @@ def corrupt_slices(con, statement: str, params: list | None = None) -> None:
     so the slices are first stored one row per model (what allocation.model_slices reads).
     """
     con.execute("create or replace temp table expanded as select * from allocation.model_slices")
+    con.execute("drop view if exists allocation.cost_slices")  # a view of the stored slices
     con.execute(
         "create or replace table allocation.cost_slices as select allocation_model as "
         "allocation_models, * exclude (allocation_model) from expanded"

@@ -105,7 +105,7 @@ def test_a_step_built_again_replaces_its_files(tmp_path: Path) -> None:
 def test_the_shipped_build_steps_are_intermediate_models() -> None:
     """The steps the engine writes as Parquet: the attribution and allocation intermediates."""
     steps = {model.qualified for model in discover() if model.materialization == "intermediate"}
-    assert {"attribution.line_attributions", "attribution.resource_time_overlaps"} <= steps
+    assert {"attribution.tag_matches", "attribution.resource_time_overlaps"} <= steps
     assert {"allocation.line_remainders", "attribution.unattributed_lines"} <= steps
 
 

@@ -120,5 +120,82 @@ def test_a_table_without_billing_periods_is_one_file(tmp_path: Path) -> None:
 
 def test_the_per_line_tables_are_written_once_as_parquet() -> None:
     shipped = {model.qualified for model in discover() if model.materialization == "parquet"}
-    assert shipped == {"normalized.cost_line_facts", "allocation.cost_slices"}
+    assert shipped == {
+        "normalized.cost_line_facts",
+        "attribution.line_attributions",
+        "allocation.unattributed_slices",
+    }
     assert parse_model("normalized", "x", LINES.format(period="'a'", rows=1)).created_as == "table"
+
+
+PASSED = """-- Slices of lines, built in resource passes.
+-- grain: one row per line_id
+-- materialized: parquet
+select
+    lines.line_id,
+    'r' || (lines.line_id % 5)::varchar as resource_id,
+    {period} as billing_period,
+    lines.billed_cost
+from normalized.lines as lines
+where in_resource_partition('r' || (lines.line_id % 5)::varchar) and lines.line_id < {below}"""
+
+
+def _passed(period: str = "lines.billing_period", below: int = 100) -> list:
+    return [
+        parse_model(
+            "normalized",
+            "lines",
+            LINES.format(period=CASES["two periods: a filtered copy each"][0], rows=7),
+        ),
+        parse_model("allocation", "slices", PASSED.format(period=period, below=below)),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("period", "below", "computed"),
+    [
+        # the periods of the lines it reads, checked by a filter that reads nothing
+        ("lines.billing_period", 100, ["normalized.lines"]),
+        # a period its inputs do not have: every pass's periods are computed
+        ("case when lines.line_id = 6 then '2026-12' else lines.billing_period end", 100, None),
+        # no rows in any pass: one plain file
+        ("lines.billing_period", 0, ["normalized.lines"]),
+    ],
+)
+def test_a_published_model_in_passes_writes_each_pass_into_its_periods(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, period: str, below: int, computed: list | None
+) -> None:
+    from pipeline.dag.engines import duckdb_engine
+
+    as_table = _connect()
+    build(as_table, _passed(period, below))
+    calls: list[str] = []
+    original = duckdb_engine.partition_values
+
+    def counted(con, source, column):
+        calls.append(
+            "allocation.slices"
+            if "in_resource_partition" in source or "% 3" in source
+            else "normalized.lines"
+        )
+        return original(con, source, column)
+
+    monkeypatch.setattr(duckdb_engine, "partition_values", counted)
+    con = _connect()
+    engine = DuckDBEngine(con, tmp_path / "scratch", partitions=3)
+    build(engine, _passed(period, below))
+    written = tmp_path / "scratch" / "published" / "allocation"
+    files = sorted(str(path.relative_to(written)) for path in written.rglob("*.parquet"))
+    assert engine.partitions_used["allocation.slices"] == 3
+    if below == 0:
+        assert files == ["slices.parquet"]
+    else:
+        expected = {"2026-09", "2026-10"} | ({"2026-12"} if computed is None else set())
+        assert {name.split("/")[1].split("=")[1] for name in files} == expected
+        assert len(files) > len(expected)  # several passes wrote into a period's folder
+        assert all(name.split("/")[-1].startswith("part_") for name in files)
+    if computed is not None:
+        assert calls == computed  # the slices' periods were never computed from their query
+    else:
+        assert calls.count("normalized.lines") == 1 and len(calls) == 4
+    assert content_hash(con, "allocation.slices") == content_hash(as_table, "allocation.slices")

@@ -109,7 +109,7 @@ def test_the_count_follows_lines_per_memory() -> None:
 
 
 @pytest.mark.parametrize(
-    ("layer", "materialized"), [("attribution", "parquet"), ("marts", "view"), ("checks", "")]
+    ("layer", "materialized"), [("marts", "view"), ("checks", ""), ("staging", "")]
 )
 def test_only_a_stored_table_may_be_built_in_passes(layer: str, materialized: str) -> None:
     sql = HELD.format(materialized=materialized)

@@ -72,8 +72,9 @@ def test_an_intermediate_is_built_but_never_published() -> None:
     with pytest.raises(ModelError, match=r"attribution\.step, which is not published"):
         order([step, shown])
     shipped = intermediates(discover())
-    assert {"attribution.line_attributions", "attribution.resource_time_overlaps"} <= shipped
+    assert {"attribution.tag_matches", "attribution.resource_time_overlaps"} <= shipped
     assert "allocation.cost_slices" not in shipped and "normalized.cost_lines" not in shipped
+    assert "attribution.line_attributions" not in shipped
     con = duckdb.connect()
     con.execute("create schema attribution; create schema marts; create schema staging")
     for name in TELEMETRY_VIEWS:
