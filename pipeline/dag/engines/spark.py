@@ -39,6 +39,11 @@ RESULT_SETTINGS = {
     # Parquet timestamps as UTC instants in microseconds (DuckDB reads INT96 as naive)
     "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
 }
+# Planner settings, which [spark.conf] may override. Constraint propagation infers filters from
+# every alias of a projection and grows with their combinations: on the profiles of the cost lines
+# (the distinct source columns and the profile columns computed from them, several providers in
+# one union) it ran the driver out of a 1 GB heap while planning.
+PLAN_SETTINGS = {"spark.sql.constraintPropagation.enabled": "false"}
 # A local session talks to itself only: no network beyond the loopback interface.
 LOCAL_SETTINGS = {
     "spark.driver.host": "127.0.0.1",
@@ -88,10 +93,10 @@ def open_session(options: SparkOptions, scratch: Path) -> tuple[Any, bool]:
         if is_local(options):
             settings["spark.sql.warehouse.dir"] = str(scratch / "spark-warehouse")
             settings["spark.local.dir"] = str(scratch / "spark-local")
-        for key, value in {**settings, **options.conf}.items():
+        for key, value in {**settings, **PLAN_SETTINGS, **options.conf}.items():
             builder = builder.config(key, value)
     session = builder.getOrCreate()
-    for key, value in options.conf.items() if options.remote else ():
+    for key, value in {**PLAN_SETTINGS, **options.conf}.items() if options.remote else ():
         session.conf.set(key, value)
     for key, value in RESULT_SETTINGS.items():
         session.conf.set(key, value)
