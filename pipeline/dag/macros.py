@@ -228,38 +228,12 @@ PROFILE_SOURCES = {
         ("is_credit_like", "{relation}.cost <= 0"),
         ("has_committed_use_discount", "{relation}.credit_committed_usage_discount <> 0"),
     ),
-    "focus": (
-        "source_delivery",
-        "source_file",
-        "billing_account_name",
-        "sub_account_id",
-        "sub_account_name",
-        "charge_category",
-        "charge_class",
-        "charge_description",
-        "commitment_discount_status",
-        "service_name",
-        "sku_id",
-        "usage_type",
-        "operation",
-        "region_id",
-        "availability_zone",
-        "pricing_unit",
-        "consumed_unit",
-        "commitment_discount_id",
-        "commitment_discount_category",
-        "service_category",
-        "invoice_id",
-        "provider_name",
-        "publisher_name",
-        "invoice_issuer_name",
-        "charge_frequency",
-        "pricing_category",
-        "commitment_discount_name",
-        "commitment_discount_type",
-        "region_name",
-        "resource_type",
-        "sku_price_id",
+    # a FOCUS file carries the profile's columns under their own names, but the four its view
+    # computes (staging.focus_line_profiles)
+    "focus": tuple(
+        column
+        for column in PROFILE_COLUMNS
+        if column not in ("provider_line_type", "instance_type", "resource_class", "source_format")
     ),
 }
 
