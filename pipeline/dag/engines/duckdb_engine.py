@@ -160,7 +160,7 @@ class DuckDBEngine:
             for k, source in enumerate(sources)
         )
         if partition_by and not rows:  # no rows in any period: one file, as a model without any
-            shutil.rmtree(target)
+            shutil.rmtree(target, ignore_errors=True)
             partition_by = None
             target = folder / layout_path(model.qualified, partitioned=False)
             write_parquet(self.con, sources[0], columns, target, None)
