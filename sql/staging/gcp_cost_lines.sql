@@ -93,7 +93,7 @@ final as (
             { 'key': 'RESELLER_MARGIN', 'value': bases.credit_reseller_margin },
             { 'key': 'SUBSCRIPTION_BENEFIT', 'value': bases.credit_subscription_benefit },
             { 'key': 'OTHER', 'value': bases.credit_other }
-        ], lambda e: e.value <> 0)) as credits_by_type,  -- noqa: RF02,
+        ], lambda e: e.value <> 0)) as credits_by_type,  -- noqa: RF02
         bases.attribution_tags as tags,
         -- which format's tag-key spelling applies (pipeline/config/tags.py)
         'gcp_billing_export' as source_format,
