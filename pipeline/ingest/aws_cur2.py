@@ -259,7 +259,7 @@ def _stage(planned: Planned, folder: Path, config: Config) -> _Staged:
     results = convert_all(to_convert, check)
     converted_entries: list[dict[str, object]] = []
     for (original, _target, where), result in zip(to_convert, results, strict=True):
-        check_period(pq.read_metadata(result.path), where, planned.period)
+        check_period(result.path, pq.read_metadata(result.path), where, planned.period)
         note_extra_columns(list(result.extras), where)
         converted_entries.append(
             {"name": result.path.relative_to(folder).as_posix(), "from": original.name}
@@ -302,5 +302,5 @@ def _check_parquet(path: Path, where: str, period: str, config: Config) -> None:
             "if it is Parquet, the copy is damaged or truncated, so copy it again"
         ) from error
     check_columns(schema, where, config)
-    check_period(parquet.metadata, where, period)
+    check_period(path, parquet.metadata, where, period)
     note_extra_columns(list(schema.names), where)

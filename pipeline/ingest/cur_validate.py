@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from pipeline.common.duck import connect, literal
@@ -85,24 +86,31 @@ def _is_map(actual: pa.DataType, kind: str) -> bool:
     return pa.types.is_string(value) or pa.types.is_large_string(value)
 
 
-def check_period(metadata: pq.FileMetaData, where: str, period: str) -> None:
-    """The file's bill_billing_period_start_date (footer statistics) must match the period."""
+def check_period(path: Path, metadata: pq.FileMetaData, where: str, period: str) -> None:
+    """Every line's bill_billing_period_start_date must fall in the delivered period: read from
+    the footer statistics, or from the column itself in a file written without them. Staging
+    takes a line's billing period from its delivery (raw.aws_cur2.delivery_period), so this
+    check is what makes the two agree."""
     column = "bill_billing_period_start_date"
     paths = [metadata.schema.column(i).path for i in range(metadata.num_columns)]
     stats = [
         metadata.row_group(group).column(paths.index(column)).statistics
         for group in range(metadata.num_row_groups)
     ]
-    found = {_month(s.min) for s in stats if s is not None and s.has_min_max}
-    found |= {_month(s.max) for s in stats if s is not None and s.has_min_max}
-    if len(found) > 1:
+    if all(item is not None and item.has_min_max for item in stats):
+        bounds = [value for item in stats for value in (item.min, item.max)]
+    else:
+        found = pc.min_max(pq.read_table(path, columns=[column]).column(column)).as_py()
+        bounds = [value for value in found.values() if value is not None]
+    months = {_month(value) for value in bounds}
+    if len(months) > 1:
         raise InputError(
-            f"{where}: rows of several billing periods ({', '.join(sorted(found))}) in "
+            f"{where}: rows of several billing periods ({', '.join(sorted(months))}) in "
             f"{column}; a delivery holds exactly one billing period"
         )
-    if found and found != {period}:
+    if months and months != {period}:
         raise InputError(
-            f"{where}: its rows are for billing period {found.pop()} ({column}) but the file "
+            f"{where}: its rows are for billing period {months.pop()} ({column}) but the file "
             f"is delivered under BILLING_PERIOD={period}; re-copy the export as AWS delivered it"
         )
 

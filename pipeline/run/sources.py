@@ -81,10 +81,14 @@ def _register_cur(con: duckdb.DuckDBPyConnection, deliveries: list[Delivery]) ->
         )
     else:
         reader = "(select null as filename, 0 as file_row_number where false)"
+    # delivery_period: the BILLING_PERIOD the file was delivered under, which ingest checks each
+    # line's bill_billing_period_start_date against (check_period); staging reads a line's period
+    # from it, one value per file, instead of formatting a timestamp on every line
     con.execute(
         "create or replace view raw.aws_cur2 as\n"
         f"select\n    files.file_index,\n    files.delivery_id,\n    files.export_name,\n"
-        f"    files.source_file,\n    cur.file_row_number as source_line,\n    {select_list}\n"
+        f"    files.source_file,\n    files.billing_period as delivery_period,\n"
+        f"    cur.file_row_number as source_line,\n    {select_list}\n"
         f"from {reader} as cur\n"
         "inner join raw.aws_cur2_files as files on cur.filename = files.filename"
     )

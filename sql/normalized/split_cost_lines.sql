@@ -18,7 +18,7 @@ final as (
         split_items.source_line,
         split_items.payer_account_id as billing_account_id,
         split_items.usage_account_id as sub_account_id,
-        strftime(split_items.billing_period_start, '%Y-%m') as billing_period,
+        split_items.billing_period,
         split_items.usage_start as charge_period_start,
         split_items.usage_end as charge_period_end,
         split_items.operation,

@@ -81,7 +81,7 @@ final as (
         'aws' as provider,
         bases.source_line,
         bases.payer_account_id as billing_account_id,
-        strftime(bases.billing_period_start, '%Y-%m') as billing_period,
+        bases.billing_period,
         bases.billing_period_start,
         bases.billing_period_end,
         bases.usage_start as charge_period_start,

@@ -18,6 +18,9 @@ renamed as (
         source.line_item_usage_account_name as usage_account_name,
         source.bill_invoice_id as invoice_id,
         source.bill_billing_entity as billing_entity,
+        -- the period the file was delivered for ('YYYY-MM'), which ingest checked every line's
+        -- bill_billing_period_start_date against: one value per file, not a timestamp formatted per line
+        source.delivery_period as billing_period,
         source.bill_billing_period_start_date as billing_period_start,
         source.bill_billing_period_end_date as billing_period_end,
         source.line_item_line_item_type as line_item_type,

@@ -15,7 +15,8 @@ renamed as (
         source.source_line,
         source.bill_payer_account_id as payer_account_id,
         source.line_item_usage_account_id as usage_account_id,
-        source.bill_billing_period_start_date as billing_period_start,
+        -- the period the file was delivered for, as staging.aws_cur2_line_items reads it
+        source.delivery_period as billing_period,
         source.line_item_usage_start_date as usage_start,
         source.line_item_usage_end_date as usage_end,
         source.line_item_operation as operation,

@@ -386,6 +386,17 @@ def test_dimensions_and_provenance(build):
     assert second["source_line"] == 1
 
 
+def test_the_billing_period_is_the_deliverys(build):
+    """A line's period is the BILLING_PERIOD its file was delivered under (2026-10 here), which
+    ingest checks bill_billing_period_start_date against; a line without a start date keeps it."""
+    con, _ = build([cur_line(), cur_line(bill_billing_period_start_date=None)])
+
+    first, second = cost_lines(con)
+
+    assert (first["billing_period"], second["billing_period"]) == ("2026-10", "2026-10")
+    assert second["billing_period_start"] is None
+
+
 DEFAULT_KEY_CASES = [
     pytest.param({"user_attempt_id": "a-1"}, "a-1", None, id="default-key"),
     pytest.param({"user_experiment_id": "e-1"}, None, "e-1", id="experiment-only"),
