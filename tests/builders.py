@@ -75,22 +75,33 @@ def cur_line(**overrides: Any) -> dict[str, Any]:
     return line
 
 
-def write_cur(tmp_path: Path, lines: Sequence[Mapping[str, Any]]) -> Delivery:
-    """Write the lines as one Parquet file of a delivery; line i gets line_id i."""
-    folder = tmp_path / "cur"
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / "part-0.parquet"
-    table = pa.Table.from_pylist([dict(line) for line in lines], schema=aws_cur2.arrow_schema())
-    pq.write_table(table, path)
-    return Delivery(
-        provider="aws",
-        export="ml-cur",
-        billing_period=PERIOD,
-        delivery_id="delivery-1",
-        folder=folder,
-        files=(path,),
-        new=True,
-    )
+def write_cur(tmp_path: Path, lines: Sequence[Mapping[str, Any]]) -> list[Delivery]:
+    """Write the lines as AWS delivers them: one delivery per billing period (the month of
+    bill_billing_period_start_date, 2026-10 without one), each one Parquet file. Lines of one
+    period keep their order, so with a single period line i gets line_id i."""
+    periods: dict[str, list[Mapping[str, Any]]] = {}
+    for line in lines:
+        start = line.get("bill_billing_period_start_date")
+        periods.setdefault(start.strftime("%Y-%m") if start else PERIOD, []).append(line)
+    deliveries = []
+    for period, rows in sorted(periods.items()) or [(PERIOD, [])]:
+        folder = tmp_path / "cur" if len(periods) <= 1 else tmp_path / "cur" / period
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / "part-0.parquet"
+        table = pa.Table.from_pylist([dict(row) for row in rows], schema=aws_cur2.arrow_schema())
+        pq.write_table(table, path)
+        deliveries.append(
+            Delivery(
+                provider="aws",
+                export="ml-cur",
+                billing_period=period,
+                delivery_id="delivery-1" if len(periods) <= 1 else f"delivery-{period}",
+                folder=folder,
+                files=(path,),
+                new=True,
+            )
+        )
+    return deliveries
 
 
 def telemetry_table(name: str, rows: Iterable[Mapping[str, Any]]) -> pa.Table:
@@ -176,14 +187,14 @@ def build_models(
             else experiments_table(experiments or ())
         ),
     }
-    delivery = write_cur(tmp_path, lines)
+    cur_deliveries = write_cur(tmp_path, lines)
     con = duckdb.connect()
     con.execute("set TimeZone = 'UTC'")
     write_pool_settings(con, settings)
     if write_economics_settings is not None:
         write_economics_settings(con, settings)
     write_period_settings(con, settings)
-    register_sources(con, [delivery, *deliveries], telemetry)
+    register_sources(con, [*cur_deliveries, *deliveries], telemetry)
     report = build(con, [*sql_models(), *pool_models(settings)])
     return con, report
 

@@ -37,13 +37,13 @@ def build_economics(
         "attempt_events": builders.events_table(events),
         "experiments": builders.experiments_table(experiments),
     }
-    delivery = builders.write_cur(tmp_path, lines)
+    deliveries = builders.write_cur(tmp_path, lines)
     con = duckdb.connect()
     con.execute("set TimeZone = 'UTC'")
     write_pool_settings(con, settings)
     write_economics_settings(con, settings)
     write_period_settings(con, settings)
-    register_sources(con, [delivery], telemetry)
+    register_sources(con, deliveries, telemetry)
     report = build(con, [*builders.sql_models(), *pool_models(settings)])
     assert report.check_failures == []
     return con
