@@ -5,8 +5,12 @@
 -- no delivery arrived for config.periods.gcp_settle_days days; before that the same as AWS.
 -- Join any cost row to it on (provider, billing_account_id, billing_period). usage_until is how far
 -- its usage lines reach (normalized.usage_horizons); last_charge_period_end counts month-long lines too.
-with cost_lines as (
-    select * from normalized.cost_lines
+with cost_line_facts as (
+    select * from normalized.cost_line_facts
+),
+
+profiles as (
+    select * from normalized.cost_line_profiles
 ),
 
 usage_horizons as (
@@ -34,13 +38,45 @@ delivery_times as (
     group by billing_deliveries.provider, billing_deliveries.delivery_id
 ),
 
+profile_lines as (
+    -- the lines summed per profile first: the delivery and the invoice are the profile's, so
+    -- the month's lines are never joined to their profiles
+    select
+        cost_line_facts.provider,
+        cost_line_facts.billing_account_id,
+        cost_line_facts.billing_period,
+        cost_line_facts.profile_key,
+        min(cost_line_facts.billing_period_start) as billing_period_start,
+        max(cost_line_facts.billing_period_end) as billing_period_end,
+        min(cost_line_facts.billing_currency) as billing_currency,
+        count(*) as cost_lines,
+        min(cost_line_facts.charge_period_start) as first_charge_period_start,
+        max(cost_line_facts.charge_period_end) as last_charge_period_end,
+        sum(cost_line_facts.billed_cost) as billed_cost
+    from cost_line_facts
+    group by
+        cost_line_facts.provider,
+        cost_line_facts.billing_account_id,
+        cost_line_facts.billing_period,
+        cost_line_facts.profile_key
+),
+
+profile_sums as (
+    select
+        profile_lines.*,
+        profiles.source_delivery,
+        profiles.invoice_id
+    from profile_lines
+    inner join profiles on profile_lines.profile_key = profiles.profile_key
+),
+
 line_deliveries as (
     select distinct
-        cost_lines.provider,
-        cost_lines.billing_account_id,
-        cost_lines.billing_period,
-        cost_lines.source_delivery
-    from cost_lines
+        profile_sums.provider,
+        profile_sums.billing_account_id,
+        profile_sums.billing_period,
+        profile_sums.source_delivery
+    from profile_sums
 ),
 
 period_arrivals as (
@@ -70,20 +106,23 @@ period_usage as (
 
 period_lines as (
     select
-        cost_lines.provider,
-        cost_lines.billing_account_id,
-        cost_lines.billing_period,
-        min(cost_lines.billing_period_start) as billing_period_start,
-        max(cost_lines.billing_period_end) as billing_period_end,
-        min(cost_lines.billing_currency) as billing_currency,
-        count(*) as cost_lines,
-        count(cost_lines.invoice_id) as invoiced_lines,
-        count(distinct cost_lines.invoice_id) as invoices,
-        min(cost_lines.charge_period_start) as first_charge_period_start,
-        max(cost_lines.charge_period_end) as last_charge_period_end,
-        sum(cost_lines.billed_cost) as billed_cost
-    from cost_lines
-    group by cost_lines.provider, cost_lines.billing_account_id, cost_lines.billing_period
+        profile_sums.provider,
+        profile_sums.billing_account_id,
+        profile_sums.billing_period,
+        min(profile_sums.billing_period_start) as billing_period_start,
+        max(profile_sums.billing_period_end) as billing_period_end,
+        min(profile_sums.billing_currency) as billing_currency,
+        cast(sum(profile_sums.cost_lines) as bigint) as cost_lines,
+        cast(
+            coalesce(sum(profile_sums.cost_lines) filter (where profile_sums.invoice_id is not null), 0)
+            as bigint
+        ) as invoiced_lines,
+        count(distinct profile_sums.invoice_id) as invoices,
+        min(profile_sums.first_charge_period_start) as first_charge_period_start,
+        max(profile_sums.last_charge_period_end) as last_charge_period_end,
+        sum(profile_sums.billed_cost) as billed_cost
+    from profile_sums
+    group by profile_sums.provider, profile_sums.billing_account_id, profile_sums.billing_period
 ),
 
 statuses as (
