@@ -10,10 +10,11 @@ import duckdb
 from pipeline.dag.models import discover
 
 LINES = 200_000
+ATTEMPTS = 20_000
 
 
 def _world(con: duckdb.DuckDBPyConnection, driver: str, folder: Path) -> None:
-    """LINES hourly lines and their slices in Parquet, as a run reads them, 20,000 attempts and
+    """LINES hourly lines and their slices in Parquet, as a run reads them, ATTEMPTS attempts and
     one pool over 24 windows: enough attempts that DuckDB built the old join's hash table on the
     lines, as it did at 10M."""
     for schema in ("normalized", "attribution", "allocation", "staging"):
@@ -28,10 +29,10 @@ def _world(con: duckdb.DuckDBPyConnection, driver: str, folder: Path) -> None:
     )
     con.execute(
         "create table attribution.slices as select i as line_id, "
-        "'a' || (i % 20000) as attempt_id, 1.5::decimal(38, 10) as billed_cost, "
+        "'a' || (i % $2) as attempt_id, 1.5::decimal(38, 10) as billed_cost, "
         "1.5::decimal(38, 10) as effective_cost, 2.0::decimal(38, 10) as list_cost, "
         "1.4::decimal(38, 10) as net_cost from range($1) as t(i) where i % 7 <> 0",
-        [LINES],
+        [LINES, ATTEMPTS],
     )
     for table, view in (
         ("facts", "normalized.cost_line_facts"),
@@ -45,7 +46,8 @@ def _world(con: duckdb.DuckDBPyConnection, driver: str, folder: Path) -> None:
         "create table staging.attempts as select 'a' || i as attempt_id, 'e' as experiment_id, "
         "timestamptz '2026-10-01' + to_hours(i % 20) as started_at, "
         "timestamptz '2026-10-01' + to_hours(i % 20 + 4) as ended_at, 8 as gpu_count, "
-        "null::timestamptz as submitted_at from range(20000) as t(i)"
+        "null::timestamptz as submitted_at from range($1) as t(i)",
+        [ATTEMPTS],
     )
     con.execute(
         "create table staging.attempt_resources as select attempt_id, started_at, ended_at, "
