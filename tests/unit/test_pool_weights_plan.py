@@ -19,28 +19,24 @@ def _world(con: duckdb.DuckDBPyConnection, driver: str, folder: Path) -> None:
     lines, as it did at 10M."""
     for schema in ("normalized", "attribution", "allocation", "staging"):
         con.execute(f"create schema {schema}")
-    con.execute(
-        "create table normalized.facts as select i as line_id, "
-        "timestamptz '2026-10-01' + to_hours(i % 24) as charge_period_start, "
-        "timestamptz '2026-10-01' + to_hours(i % 24 + 1) as charge_period_end, "
-        "timestamptz '2026-10-01' as billing_period_start, "
-        "timestamptz '2026-11-01' as billing_period_end from range($1) as t(i)",
-        [LINES],
-    )
-    con.execute(
-        "create table attribution.slices as select i as line_id, "
-        "'a' || (i % $2) as attempt_id, 1.5::decimal(38, 10) as billed_cost, "
-        "1.5::decimal(38, 10) as effective_cost, 2.0::decimal(38, 10) as list_cost, "
-        "1.4::decimal(38, 10) as net_cost from range($1) as t(i) where i % 7 <> 0",
-        [LINES, ATTEMPTS],
-    )
-    for table, view in (
-        ("facts", "normalized.cost_line_facts"),
-        ("slices", "attribution.line_attributions"),
-    ):
-        path = folder / f"{table}.parquet"
-        schema = view.split(".")[0]
-        con.execute(f"copy {schema}.{table} to '{path}' (format parquet)")
+    parquet = {
+        "normalized.cost_line_facts": (
+            "select i as line_id, "
+            "timestamptz '2026-10-01' + to_hours(i % 24) as charge_period_start, "
+            "timestamptz '2026-10-01' + to_hours(i % 24 + 1) as charge_period_end, "
+            "timestamptz '2026-10-01' as billing_period_start, "
+            f"timestamptz '2026-11-01' as billing_period_end from range({LINES}) as t(i)"
+        ),
+        "attribution.line_attributions": (
+            f"select i as line_id, 'a' || (i % {ATTEMPTS}) as attempt_id, "
+            "1.5::decimal(38, 10) as billed_cost, 1.5::decimal(38, 10) as effective_cost, "
+            "2.0::decimal(38, 10) as list_cost, 1.4::decimal(38, 10) as net_cost "
+            f"from range({LINES}) as t(i) where i % 7 <> 0"
+        ),
+    }
+    for view, rows in parquet.items():
+        path = folder / f"{view}.parquet"
+        con.execute(f"copy ({rows}) to '{path}' (format parquet)")
         con.execute(f"create view {view} as select * from read_parquet('{path}')")
     con.execute(
         "create table staging.attempts as select 'a' || i as attempt_id, 'e' as experiment_id, "
@@ -81,7 +77,7 @@ def _lines_read(driver: str, tmp_path: Path) -> tuple[int, int]:
     stack = json.loads(profile.read_text())["operator"]
     while stack:
         node = stack.pop()
-        if "facts.parquet" in json.dumps(node.get("extra_info", {})):
+        if "cost_line_facts.parquet" in json.dumps(node.get("extra_info", {})):
             scanned += int(node.get("intermediate_rows", 0))
         stack.extend(node.get("children", []))
     return scanned, con.execute("select count(*) from weights").fetchone()[0]
