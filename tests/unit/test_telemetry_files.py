@@ -519,6 +519,26 @@ def test_parquet_timestamp_column_without_time_zone(tmp_path: Path) -> None:
     )
 
 
+def test_parquet_timestamp_column_without_time_zone_names_each_row(tmp_path: Path) -> None:
+    times = [dt.datetime(2026, 10, 1, hour) for hour in (10, 11)]
+    table = pa.table(
+        {
+            "attempt_id": ["a1", "a2", "a3"],
+            "experiment_id": ["e1"] * 3,
+            "status": ["failed"] * 3,
+            "ended_at": pa.array([*times, None], pa.timestamp("us")),
+        }
+    )
+    pq.write_table(table, tmp_path / "attempts.parquet")
+
+    message = load_error(tmp_path)
+
+    assert message.startswith(f"{tmp_path / 'attempts.parquet'}: 2 problems")
+    assert "row 1, column ended_at: 2026-10-01T10:00:00 is a timestamp without time zone" in message
+    assert "row 2, column ended_at: 2026-10-01T11:00:00 is a timestamp without time zone" in message
+    assert "row 3" not in message
+
+
 @pytest.mark.parametrize("fmt", FORMATS)
 @pytest.mark.parametrize("value", ["yesterday", "2026-13-01T10:00:00Z", "1759312800"])
 def test_unparseable_timestamp(tmp_path: Path, fmt: str, value: str) -> None:

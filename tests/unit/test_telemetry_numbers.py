@@ -6,6 +6,8 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from test_telemetry_files import CONVENTION, FORMATS, attempt, load_error, write
 
@@ -54,3 +56,38 @@ def test_a_nan_metric_is_kept(tmp_path: Path) -> None:
     write(tmp_path, "attempts", "csv", [attempt(metric_value="NaN")])
     tables = load_telemetry(tmp_path)
     assert math.isnan(tables["attempts"].column("metric_value")[0].as_py())
+
+
+def test_typed_parquet_numbers_are_read_as_stored(tmp_path: Path) -> None:
+    write(tmp_path, "attempts", "csv", [attempt()])
+    resources = {
+        "attempt_id": ["a1", "a1"],
+        "resource_id": ["i-0", "i-1"],
+        "gpu_count": pa.array([8, None], pa.int32()),
+        "vcpu_count": pa.array([96, 4], pa.uint16()),
+        "memory_gib": pa.array([0.1 + 0.2, 1e-300], pa.float64()),
+    }
+    pq.write_table(pa.table(resources), tmp_path / "attempt_resources.parquet")
+
+    table = load_telemetry(tmp_path)["attempt_resources"]
+
+    assert table.column("gpu_count").to_pylist() == [8, None]
+    assert table.column("vcpu_count").to_pylist() == [96.0, 4.0]
+    assert table.column("memory_gib").to_pylist() == [0.1 + 0.2, 1e-300]
+
+
+def test_a_parquet_uint64_beyond_int64_is_refused(tmp_path: Path) -> None:
+    write(tmp_path, "attempts", "csv", [attempt()])
+    resources = {
+        "attempt_id": ["a1", "a1"],
+        "resource_id": ["i-0", "i-1"],
+        "gpu_count": pa.array([8, 2**63], pa.uint64()),
+    }
+    pq.write_table(pa.table(resources), tmp_path / "attempt_resources.parquet")
+    path = tmp_path / "attempt_resources.parquet"
+
+    message = load_error(tmp_path)
+
+    assert message.startswith(
+        f"{path}: row 2, column gpu_count: {2**63} is not a whole number; write a value such as 8"
+    )
