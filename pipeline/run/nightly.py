@@ -126,9 +126,10 @@ def _run(
     con = stages.open_build(database_path, run_dir, config)
     engine: Engine | None = None
     try:
-        models = _prepare_build(con, config, ingested, telemetry, clock, manifest, run_dir)
-        # The build database holds the telemetry now. Kept, the Arrow tables would stay resident
-        # for the whole run, outside memory_limit: 0.9 GB for 600,000 attempts, 1.2M intervals.
+        models, written = _prepare_build(con, config, ingested, telemetry, clock, manifest, run_dir)
+        # The build reads the telemetry from its Parquet (its tables with Spark) now. Kept, the
+        # Arrow tables would stay resident for the whole run, outside memory_limit: 0.9 GB for
+        # 600,000 attempts, 1.2M intervals.
         telemetry.clear()
         engine = open_engine(config, con, run_dir / "tmp")
         report = stages.build_models(engine, models, events)
@@ -155,7 +156,7 @@ def _run(
             manifest.run_id,
             models,
             events,
-            written=getattr(engine, "published_files", None),
+            written={**written, **getattr(engine, "published_files", {})},
             record=_record_at_switch(manifest, events),
         )
     finally:
@@ -212,10 +213,14 @@ def _prepare_build(
     clock: datetime,
     manifest: RunManifest,
     run_dir: Path,
-) -> list[Model]:
-    """Give the build database its inputs (config.*, raw.*, history, the clock); the models."""
+) -> tuple[list[Model], dict[str, Path]]:
+    """Give the build database its inputs (config.*, raw.*, history, the clock); the models,
+    and the Parquet written for the snapshot already (the telemetry), by table name."""
     write_settings(con, config)
-    register_sources(con, ingested.deliveries, telemetry)
+    # with DuckDB the telemetry is written once as the snapshot's Parquet (Spark reads the
+    # tables of the build database and writes its own)
+    published = run_dir / "tmp" / "published" if config.engine == "duckdb" else None
+    written = register_sources(con, ingested.deliveries, telemetry, published)
     set_clock(con, clock)
     register_deliveries(con, ingested.deliveries)
     load_invoices(con, config.periods.invoice_file)
@@ -223,7 +228,7 @@ def _prepare_build(
     models = discover() + pool_models(config)
     manifest.code_hash = code_hash(models)
     stages.save_generated(run_dir, models)
-    return models
+    return models, written
 
 
 def _record_checks(manifest: RunManifest, report: BuildReport) -> None:

@@ -17,7 +17,8 @@ from pipeline.warehouse.snapshots import sql_path
 MAX_FILTERED_PARTITIONS = 4
 SAFE_PARTITION = re.compile(r"[0-9A-Za-z_-]+")
 LOSSY_TYPES = {"HUGEINT": "DECIMAL(38, 0)", "UHUGEINT": "DECIMAL(38, 0)"}
-OPTIONS = "format parquet, compression zstd"
+COMPRESSION = "zstd"  # every Parquet file of a snapshot
+OPTIONS = f"format parquet, compression {COMPRESSION}"
 
 
 def partition_values(con: duckdb.DuckDBPyConnection, source: str, column: str) -> list:

@@ -1,5 +1,6 @@
 -- Goodput per attempt: billed GPU-hours split into productive, startup, checkpoint, lost work and recovery.
 -- grain: one row per (attempt_id, allocation_model)
+-- materialized: parquet (written once, as the published Parquet; the build reads it through a view)
 -- Measured parts come from staging.attempt_events and are NULL when unknown, never 0: an attempt
 -- without a first_step event is not instrumented, and a checkpoint event without duration_s makes
 -- its part unknown. Billed time is [started_at, ended_at) x gpu_count. event_at of checkpoint_saved

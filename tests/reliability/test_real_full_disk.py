@@ -10,13 +10,16 @@ import os
 import subprocess
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 from click.testing import CliRunner
 from worlds import change_telemetry, make_world, manifests, published_hashes, run_in_process
 
 from pipeline.cli.app import main
+from pipeline.cli.common import describe_failure
 from pipeline.config.loader import load_config
 from pipeline.run import nightly
+from pipeline.run.sources import write_telemetry
 
 DISK_MB = 48
 
@@ -103,3 +106,16 @@ def test_a_full_disk_fails_the_run_with_one_error_line(
     assert not list(warehouse.glob(".*.tmp*")), os.listdir(warehouse)
     assert not (warehouse / ".ingest-staging").exists()
     assert not list(warehouse.glob("runs/*/.manifest.json.tmp"))
+
+
+def test_a_full_disk_while_writing_the_telemetry_names_the_file(disk: Path) -> None:
+    """pyarrow's error names no file; the run's message names the telemetry file it wrote."""
+    folder = disk / "tmp" / "published" / "telemetry"
+    folder.mkdir(parents=True)
+    fill(disk)
+    table = pa.table({"attempt_id": [f"a{number}" for number in range(10_000)]})
+    with pytest.raises(OSError) as raised:
+        write_telemetry(table, folder / "attempts.parquet")
+    text, _ = describe_failure(raised.value)
+    assert "No space left on device" in text
+    assert f"({folder / 'attempts.parquet'}): free space on that disk and run again" in text

@@ -6,11 +6,17 @@ from __future__ import annotations
 from pathlib import Path
 
 import duckdb
+import pyarrow.parquet as pq
 import pytest
 
+from pipeline.config.loader import load_config
 from pipeline.dag.build import build
 from pipeline.dag.engines.duckdb_engine import DuckDBEngine
 from pipeline.dag.models import discover, parse_model
+from pipeline.run import stages
+from pipeline.run.nightly import run_pipeline
+from pipeline.run.sources import TELEMETRY_TABLES
+from pipeline.scenario import write_scenario
 from pipeline.warehouse import publish as publish_module
 from pipeline.warehouse.publish import content_hash, publish, table_contents
 from pipeline.warehouse.snapshots import DATABASE_NAME, open_database, snapshot_record
@@ -118,12 +124,15 @@ def test_a_table_without_billing_periods_is_one_file(tmp_path: Path) -> None:
     assert engine.con.execute("select x from normalized.plain").fetchall() == [(1,)]
 
 
-def test_the_per_line_tables_are_written_once_as_parquet() -> None:
+def test_the_per_line_and_per_attempt_tables_are_written_once_as_parquet() -> None:
     shipped = {model.qualified for model in discover() if model.materialization == "parquet"}
     assert shipped == {
         "normalized.cost_line_facts",
         "attribution.line_attributions",
         "allocation.unattributed_slices",
+        "marts.attempt_costs",
+        "marts.attempt_goodput",
+        "marts.cost_changes",
     }
     assert parse_model("normalized", "x", LINES.format(period="'a'", rows=1)).created_as == "table"
 
@@ -199,3 +208,35 @@ def test_a_published_model_in_passes_writes_each_pass_into_its_periods(
     else:
         assert calls.count("normalized.lines") == 1 and len(calls) == 4
     assert content_hash(con, "allocation.slices") == content_hash(as_table, "allocation.slices")
+
+
+def test_a_run_publishes_the_telemetry_parquet_it_wrote_before_the_build(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The telemetry is written once, by pyarrow, and the build reads that file: publish moves
+    it into the snapshot instead of copying a table of the build database (DuckDB's writer)."""
+    relations: dict[str, str] = {}
+    build_models = stages.build_models
+
+    def watch(engine: DuckDBEngine, *args: object) -> object:
+        relations.update(
+            engine.con.execute(
+                "select table_name, table_type from information_schema.tables "
+                "where table_schema = 'raw' and table_name in (select unnest(?))",
+                [list(TELEMETRY_TABLES)],
+            ).fetchall()
+        )
+        return build_models(engine, *args)
+
+    monkeypatch.setattr(stages, "build_models", watch)
+    result = run_pipeline(load_config(write_scenario(tmp_path / "world")))
+
+    assert relations == dict.fromkeys(TELEMETRY_TABLES, "VIEW")
+    record = snapshot_record(result.snapshot)["tables"]
+    with open_database(result.database) as con:
+        for name in TELEMETRY_TABLES:
+            path = result.snapshot / "telemetry" / f"{name}.parquet"
+            assert pq.read_metadata(path).created_by.startswith("parquet-cpp-arrow"), name
+            rows = con.execute(f"select count(*) from telemetry.{name}").fetchall()[0][0]
+            assert rows == record[f"telemetry.{name}"]["rows"]
+    assert record["telemetry.attempts"]["rows"] > 0
