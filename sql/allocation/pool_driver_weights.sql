@@ -57,22 +57,118 @@ pool_windows as (
     from allocation.pooled_lines as pooled_lines
 ),
 
-candidates as (
+window_hours as (
+    -- the hours (since the epoch) a window starts and ends in
     select
         pool_windows.*,
+        epoch_us(pool_windows.window_start) // 3600000000 as first_hour,
+        (epoch_us(pool_windows.window_end) - 1) // 3600000000 as last_hour
+    from pool_windows
+),
+
+pool_hours as (
+    -- the hours a pool's windows span: an attempt's hours are listed only inside them
+    select
+        window_hours.pool_order,
+        min(window_hours.first_hour) as first_hour,
+        max(window_hours.last_hour) as last_hour
+    from window_hours
+    group by window_hours.pool_order
+),
+
+pool_attempts as (
+    -- each eligible attempt with the hours it runs in, inside its pool's windows (a running
+    -- attempt runs to the last of them)
+    select
+        pool_eligible_attempts.pool_order,
         attempts.attempt_id,
         attempts.experiment_id,
         attempts.started_at,
         attempts.ended_at,
         attempts.gpu_count,
-        epoch_us(least(pool_windows.window_end, coalesce(attempts.ended_at, pool_windows.window_end)))
-        - epoch_us(greatest(pool_windows.window_start, attempts.started_at)) as overlap_us
-    from pool_windows
-    inner join pool_eligible_attempts on pool_windows.pool_order = pool_eligible_attempts.pool_order
+        epoch_us(attempts.started_at) // 3600000000 as first_hour,
+        least(
+            coalesce((epoch_us(attempts.ended_at) - 1) // 3600000000, pool_hours.last_hour),
+            pool_hours.last_hour
+        ) as last_hour,
+        greatest(epoch_us(attempts.started_at) // 3600000000, pool_hours.first_hour) as from_hour
+    from pool_eligible_attempts
     inner join attempts on pool_eligible_attempts.attempt_id = attempts.attempt_id
+    inner join pool_hours on pool_eligible_attempts.pool_order = pool_hours.pool_order
+),
+
+attempt_hours as (
+    -- each attempt once per hour it is looked up in
+    select
+        pool_attempts.*,
+        unnest(range(pool_attempts.from_hour, pool_attempts.last_hour + 1, 1)) as hour
+    from pool_attempts
+),
+
+window_later_hours as (
+    -- each window once per hour after its first
+    select
+        window_hours.*,
+        unnest(range(window_hours.first_hour + 1, window_hours.last_hour + 1, 1)) as hour
+    from window_hours
+),
+
+window_meets_attempt as (
+    -- a window and an attempt that overlap meet at the later of their first hours, once: in
+    -- the window's first hour when the attempt started in it or before (the attempt's hours are
+    -- listed), else in the attempt's first hour (the window's later hours are listed). Equal
+    -- hours join on a hash, instead of every attempt meeting every window of its pool.
+    select
+        window_hours.pool_order,
+        window_hours.pool_name,
+        window_hours.driver,
+        window_hours.basis,
+        window_hours.window_start,
+        window_hours.window_end,
+        attempt_hours.attempt_id,
+        attempt_hours.experiment_id,
+        attempt_hours.started_at,
+        attempt_hours.ended_at,
+        attempt_hours.gpu_count
+    from attempt_hours
+    inner join window_hours
+        on
+            attempt_hours.pool_order = window_hours.pool_order
+            and attempt_hours.hour = window_hours.first_hour
+    union all
+    select
+        window_later_hours.pool_order,
+        window_later_hours.pool_name,
+        window_later_hours.driver,
+        window_later_hours.basis,
+        window_later_hours.window_start,
+        window_later_hours.window_end,
+        pool_attempts.attempt_id,
+        pool_attempts.experiment_id,
+        pool_attempts.started_at,
+        pool_attempts.ended_at,
+        pool_attempts.gpu_count
+    from window_later_hours
+    inner join pool_attempts
+        on
+            window_later_hours.pool_order = pool_attempts.pool_order
+            and window_later_hours.hour = pool_attempts.first_hour
+),
+
+candidates as (
+    select
+        window_meets_attempt.*,
+        epoch_us(
+            least(
+                window_meets_attempt.window_end,
+                coalesce(window_meets_attempt.ended_at, window_meets_attempt.window_end)
+            )
+        )
+        - epoch_us(greatest(window_meets_attempt.window_start, window_meets_attempt.started_at)) as overlap_us
+    from window_meets_attempt
     where
-        attempts.started_at < pool_windows.window_end
-        and coalesce(attempts.ended_at, pool_windows.window_end) > pool_windows.window_start
+        window_meets_attempt.started_at < window_meets_attempt.window_end
+        and coalesce(window_meets_attempt.ended_at, window_meets_attempt.window_end) > window_meets_attempt.window_start
 ),
 
 held_requests as (
