@@ -2,7 +2,8 @@
 -- grain: one row per line_id not wholly attributed
 -- materialized: intermediate (a step of the build, never published: allocation.cost_slices carries its result)
 with cost_lines as (
-    select * from normalized.cost_line_facts
+    -- the lines not wholly placed, found in a step of their own (see attribution.unplaced_lines)
+    select * from attribution.unplaced_lines
 ),
 
 line_attributions as (
@@ -33,7 +34,7 @@ held_resources as (
 
 placed as (
     -- what the slices of lines placed only in part add up to; a wholly placed line is not
-    -- aggregated at all (the anti join below drops it by its id alone)
+    -- aggregated at all (attribution.unplaced_lines left it out by its id alone)
     select
         line_attributions.line_id,
         sum(line_attributions.billed_cost) as billed_cost,
@@ -43,12 +44,6 @@ placed as (
     from line_attributions
     where not line_attributions.fully_attributed
     group by line_attributions.line_id
-),
-
-wholly_placed as (
-    select line_attributions.line_id
-    from line_attributions
-    where line_attributions.fully_attributed
 ),
 
 final as (
@@ -88,7 +83,6 @@ final as (
     left join split_lines on cost_lines.line_id = split_lines.line_id
     left join held_resources on cost_lines.resource_id = held_resources.resource_id
     left join excluded_lines on cost_lines.line_id = excluded_lines.line_id
-    anti join wholly_placed on cost_lines.line_id = wholly_placed.line_id
 )
 
 select * from final

@@ -1,0 +1,37 @@
+-- The cost lines attribution did not place whole: every line but those whose slices sum to it.
+-- grain: one row per line_id not wholly attributed
+-- materialized: intermediate (a step of the build, never published: attribution.unattributed_lines reads it)
+-- A step of its own so that the anti join's table of the wholly placed lines' ids is not held in
+-- one query beside attribution.unattributed_lines' table of the partly placed lines' sums: at the
+-- memory per line of a 100M-line bill at 4GB, the two together spilled or ran out of memory
+-- (docs/performance.md, session 22). Carries the columns attribution.unattributed_lines reads.
+with cost_lines as (
+    select * from normalized.cost_line_facts
+),
+
+wholly_placed as (
+    select line_attributions.line_id
+    from attribution.line_attributions as line_attributions
+    where line_attributions.fully_attributed
+),
+
+final as (
+    select
+        cost_lines.line_id,
+        cost_lines.attempt_tag,
+        cost_lines.experiment_tag,
+        cost_lines.resource_id,
+        cost_lines.billed_cost,
+        cost_lines.effective_cost,
+        cost_lines.list_cost,
+        cost_lines.net_cost,
+        cost_lines.provider,
+        cost_lines.billing_account_id,
+        cost_lines.billing_period,
+        cost_lines.billing_currency,
+        cost_lines.profile_key
+    from cost_lines
+    anti join wholly_placed on cost_lines.line_id = wholly_placed.line_id
+)
+
+select * from final
