@@ -35,6 +35,10 @@ final as (
             remainders.list_cost - coalesce(idle_totals.list_cost, 0) as decimal(38, 10)
         ) as list_cost,
         cast(remainders.net_cost - coalesce(idle_totals.net_cost, 0) as decimal(38, 10)) as net_cost,
+        remainders.resource_id,
+        remainders.charge_period_start,
+        remainders.charge_period_end,
+        remainders.line_effective_cost,
         remainders.provider,
         remainders.billing_account_id,
         remainders.billing_period,

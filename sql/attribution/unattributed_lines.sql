@@ -72,6 +72,12 @@ final as (
             cost_lines.list_cost - coalesce(placed.list_cost, 0) as decimal(38, 10)
         ) as list_cost,
         cast(cost_lines.net_cost - coalesce(placed.net_cost, 0) as decimal(38, 10)) as net_cost,
+        -- the line's own resource, window and effective cost: marts.waste_findings reads the rests
+        -- with them, without a join of the month's lines on line_id
+        cost_lines.resource_id,
+        cost_lines.charge_period_start,
+        cost_lines.charge_period_end,
+        cost_lines.effective_cost as line_effective_cost,
         cost_lines.provider,
         cost_lines.billing_account_id,
         cost_lines.billing_period,

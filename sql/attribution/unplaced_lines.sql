@@ -4,7 +4,8 @@
 -- A step of its own so that the anti join's table of the wholly placed lines' ids is not held in
 -- one query beside attribution.unattributed_lines' table of the partly placed lines' sums: at the
 -- memory per line of a 100M-line bill at 4GB, the two together spilled or ran out of memory
--- (docs/performance.md, session 22). Carries the columns attribution.unattributed_lines reads.
+-- (docs/performance.md, session 22). Carries the columns attribution.unattributed_lines reads, and the line's
+-- resource and window, which the rests carry on to the waste findings.
 with cost_lines as (
     select * from normalized.cost_line_facts
 ),
@@ -21,6 +22,8 @@ final as (
         cost_lines.attempt_tag,
         cost_lines.experiment_tag,
         cost_lines.resource_id,
+        cost_lines.charge_period_start,
+        cost_lines.charge_period_end,
         cost_lines.billed_cost,
         cost_lines.effective_cost,
         cost_lines.list_cost,

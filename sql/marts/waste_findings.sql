@@ -16,6 +16,14 @@ with model_slices as (
     select * from allocation.model_slices
 ),
 
+remainders as (
+    select * from allocation.line_remainders
+),
+
+split_idle as (
+    select * from allocation.split_unused_shares
+),
+
 cost_lines as (
     -- the lines' own columns (resource, times, cost): their usage type is their profile's
     select * from normalized.cost_line_facts
@@ -65,62 +73,62 @@ finding_usages as (
     from usage_kinds
 ),
 
-unplaced_slices as (
-    -- the marginal model's unallocated slices, with their profile's usage
+unplaced_rests as (
+    -- the marginal model's unallocated slices, as allocation.unattributed_slices stores them: each
+    -- line's rest (allocation.line_remainders) and an instance line's split idle capacity in one
+    -- slice. The rests carry their line's resource, window and cost, so the month's lines never
+    -- meet them on line_id (a hash table that spilled at the memory per line of a 100M-line bill:
+    -- docs/performance.md, session 23); only the few split lines do
     select
-        model_slices.line_id,
-        model_slices.unallocated_reason,
-        model_slices.billing_period,
-        model_slices.billing_currency,
-        model_slices.effective_cost,
-        finding_usages.volume_usage,
-        finding_usages.instance_usage,
-        finding_usages.storage_usage,
-        finding_usages.finding_usage
-    from model_slices
-    inner join finding_usages on model_slices.profile_key = finding_usages.profile_key
-    where
-        model_slices.allocation_model = 'marginal'
-        and model_slices.allocation_kind = 'unallocated'
-),
-
-volume_lines as (
-    -- lines of a vol- resource whose usage no finding reads: only the volume rule takes them
+        remainders.line_id,
+        remainders.unallocated_reason,
+        remainders.resource_id,
+        remainders.charge_period_start,
+        remainders.charge_period_end,
+        remainders.billing_period,
+        remainders.billing_currency,
+        remainders.effective_cost,
+        remainders.line_effective_cost,
+        remainders.profile_key
+    from remainders
+    union all
     select
-        cost_lines.line_id,
+        split_idle.line_id,
+        'split_unused_capacity' as unallocated_reason,
         cost_lines.resource_id,
         cost_lines.charge_period_start,
         cost_lines.charge_period_end,
-        cost_lines.effective_cost
-    from cost_lines
-    semi join finding_usages
-        on cost_lines.profile_key = finding_usages.profile_key and not finding_usages.finding_usage
-    where cost_lines.resource_id like 'vol-%'
+        split_idle.billing_period,
+        split_idle.billing_currency,
+        sum(split_idle.effective_cost) as effective_cost,
+        cost_lines.effective_cost as line_effective_cost,
+        split_idle.profile_key
+    from split_idle
+    inner join cost_lines on split_idle.line_id = cost_lines.line_id
+    group by
+        split_idle.line_id,
+        cost_lines.resource_id,
+        cost_lines.charge_period_start,
+        cost_lines.charge_period_end,
+        split_idle.billing_period,
+        split_idle.billing_currency,
+        cost_lines.effective_cost,
+        split_idle.profile_key
 ),
 
 unplaced_lines as (
-    -- each unplaced slice a finding may read, with its line: the slices are cut to the usages
-    -- the findings read before they meet the lines on line_id (a hash table of those slices,
-    -- not of the month's lines)
+    -- the rests a finding may read, with their profile's usage: every usage a finding reads, and
+    -- any usage of a vol- resource (only the volume rule takes those)
     select
-        unplaced_slices.*,
-        cost_lines.resource_id,
-        cost_lines.charge_period_start,
-        cost_lines.charge_period_end,
-        cost_lines.effective_cost as line_effective_cost
-    from unplaced_slices
-    inner join cost_lines on unplaced_slices.line_id = cost_lines.line_id
-    where unplaced_slices.finding_usage and cost_lines.resource_id is not null
-    union all
-    select
-        unplaced_slices.*,
-        volume_lines.resource_id,
-        volume_lines.charge_period_start,
-        volume_lines.charge_period_end,
-        volume_lines.effective_cost as line_effective_cost
-    from unplaced_slices
-    inner join volume_lines on unplaced_slices.line_id = volume_lines.line_id
-    where not unplaced_slices.finding_usage
+        unplaced_rests.*,
+        finding_usages.volume_usage,
+        finding_usages.instance_usage,
+        finding_usages.storage_usage
+    from unplaced_rests
+    inner join finding_usages on unplaced_rests.profile_key = finding_usages.profile_key
+    where
+        unplaced_rests.resource_id is not null
+        and (finding_usages.finding_usage or unplaced_rests.resource_id like 'vol-%')
 ),
 
 unplaced as (

@@ -33,8 +33,11 @@ log = logging.getLogger("runcost")
 # As snappy Parquet it costs half the CPU of a table of the build database written in full
 # (8.1-8.8 against 16.0-16.7 CPU s for the 10M benchmark's 8.5M attributed slices), a fifth
 # less than zstd, and it leaves the buffer pool to the models: peak RSS 0.7 GB lower at 10M
-# (docs/performance.md, session 15)
-STEP_OPTIONS = "format parquet, compression snappy"
+# (docs/performance.md, session 15). Row groups of 30,000 rows instead of DuckDB's 122,880: at the
+# memory per line of a 100M-line bill (10M lines at memory_limit=400MB) the 4M unattributed lines
+# took 10.7-11.6 CPU s to write with the default and 4.3-4.4 with these; with memory to spare
+# they cost the same or less (docs/performance.md, session 23)
+STEP_OPTIONS = "format parquet, compression snappy, row_group_size 30000"
 
 
 class DuckDBEngine:
