@@ -26,7 +26,19 @@ pools as (
 
 final as (
     select
-        remainders.*,
+        -- the rest without the line's resource and window the rests carry for the waste findings:
+        -- pool_shares repeats these columns on every slice of the line
+        remainders.line_id,
+        remainders.unallocated_reason,
+        remainders.billed_cost,
+        remainders.effective_cost,
+        remainders.list_cost,
+        remainders.net_cost,
+        remainders.provider,
+        remainders.billing_account_id,
+        remainders.billing_period,
+        remainders.billing_currency,
+        remainders.profile_key,
         pools.pool_order,
         pools.pool_name,
         pools.driver,
