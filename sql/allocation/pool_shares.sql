@@ -9,7 +9,10 @@ pooled_lines as (
     select * from allocation.pooled_lines
 ),
 
-rounded as (
+rounded as not materialized (
+    -- read twice (summed per line, then joined to the sums) and computed twice: the join that makes it is a few
+    -- thousand pooled lines against their windows' shares, cheaper than DuckDB storing its millions of slices to
+    -- read them again, which spilled at the memory per line of a 100M bill (docs/performance.md, session 24)
     select
         pooled_lines.*,
         pool_driver_weights.attempt_id,
