@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -34,6 +35,7 @@ PERIOD_END = datetime(2026, 11, 1, tzinfo=UTC)
 BASES = ("billed_cost", "effective_cost", "list_cost", "net_cost")
 MODELS = ("marginal", "fully_loaded")
 _CUR_COLUMNS = tuple(name for name, _ in aws_cur2.COLUMNS)
+_CREATE_TABLE = re.compile(r"^create table (\w+)\.", re.IGNORECASE)
 
 
 def at(hour: int, minute: int = 0, second: int = 0, day: int = 1) -> datetime:
@@ -197,6 +199,19 @@ def build_models(
     register_sources(con, [*cur_deliveries, *deliveries], telemetry)
     report = build(con, [*sql_models(), *pool_models(settings)])
     return con, report
+
+
+def input_tables(statements: Iterable[str]) -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB in UTC with one model's inputs made by ``statements`` (`create table
+    schema.name ...`), their schemas created first: a model's SQL runs on it alone."""
+    con = duckdb.connect()
+    con.execute("set TimeZone = 'UTC'")
+    statements = list(statements)
+    for schema in sorted({re.match(_CREATE_TABLE, text).group(1) for text in statements}):
+        con.execute(f"create schema if not exists {schema}")
+    for statement in statements:
+        con.execute(statement)
+    return con
 
 
 def records(con: duckdb.DuckDBPyConnection, sql: str, *params: Any) -> list[dict[str, Any]]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import defaultdict
 from datetime import UTC, datetime, timedelta
 
-import duckdb
+from builders import input_tables
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -139,12 +139,7 @@ def expected_overlaps(drawn_windows: list, drawn_intervals: list) -> dict:
 def test_each_window_lists_its_holders_with_the_seconds_they_held(
     drawn_windows: list, drawn_intervals: list
 ) -> None:
-    con = duckdb.connect()
-    con.execute("set TimeZone = 'UTC'")
-    for schema in ("normalized", "staging", "config", "attribution"):
-        con.execute(f"create schema {schema}")
-    for statement in INPUTS:
-        con.execute(statement)
+    con = input_tables(INPUTS)
     for resource, start, length in drawn_windows:
         con.execute(
             "insert into normalized.cost_line_facts values (?, ?, ?)",

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-import duckdb
+from builders import input_tables
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -61,12 +61,7 @@ def _us(moment: datetime) -> int:
 def test_every_overlapping_window_and_attempt_are_candidates_once(
     drawn_windows: list, drawn_attempts: list
 ) -> None:
-    con = duckdb.connect()
-    con.execute("set TimeZone = 'UTC'")
-    for schema in ("normalized", "attribution", "staging", "allocation"):
-        con.execute(f"create schema {schema}")
-    for statement in INPUTS:
-        con.execute(statement)
+    con = input_tables(INPUTS)
     spans = {(pool, begin, begin + length) for pool, begin, length in drawn_windows}
     for pool, window_start, window_end in sorted(spans):
         con.execute(
