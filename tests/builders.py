@@ -207,7 +207,7 @@ def input_tables(statements: Iterable[str]) -> duckdb.DuckDBPyConnection:
     con = duckdb.connect()
     con.execute("set TimeZone = 'UTC'")
     statements = list(statements)
-    for schema in sorted({re.match(_CREATE_TABLE, text).group(1) for text in statements}):
+    for schema in sorted({_CREATE_TABLE.match(text).group(1) for text in statements}):
         con.execute(f"create schema if not exists {schema}")
     for statement in statements:
         con.execute(statement)

@@ -9,18 +9,15 @@ from __future__ import annotations
 from collections import defaultdict
 from datetime import UTC, datetime, timedelta
 
-from builders import input_tables
+from builders import input_tables, model
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from pipeline.dag.models import discover
 from pipeline.dag.partitions import pass_sql
 
 START = datetime(2026, 10, 1, tzinfo=UTC)
 HOUR = timedelta(hours=1)
-MODEL = next(
-    model for model in discover() if model.qualified == "attribution.resource_time_overlaps"
-)
+MODEL = model("attribution.resource_time_overlaps")
 INPUTS = (
     "create table normalized.cost_line_facts (resource_id varchar, "
     "charge_period_start timestamptz, charge_period_end timestamptz)",
@@ -87,10 +84,11 @@ def expected_overlaps(drawn_windows: list, drawn_intervals: list) -> dict:
         (f"a{attempt}", resource, begin, horizon if length is None else begin + length, gpus)
         for attempt, resource, begin, length, gpus in drawn_intervals
     ]
+    held_resources = {row[1] for row in held}
     result = {}
     for resource, start, length in sorted(set(drawn_windows)):
         end = start + length
-        if end <= start or resource not in {row[1] for row in held}:
+        if end <= start or resource not in held_resources:
             continue
         overlap: dict[str, int] = defaultdict(int)
         gpus: dict[str, int | None] = {}

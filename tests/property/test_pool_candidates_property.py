@@ -6,14 +6,12 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from builders import input_tables
+from builders import input_tables, model
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline.dag.models import discover
-
 START = datetime(2026, 10, 1, tzinfo=UTC)
-MODEL = next(model for model in discover() if model.qualified == "allocation.pool_driver_weights")
+MODEL = model("allocation.pool_driver_weights")
 INPUTS = (
     "create table normalized.cost_line_facts (line_id varchar, charge_period_start timestamptz, "
     "charge_period_end timestamptz, billing_period_start timestamptz, "
