@@ -28,7 +28,7 @@ _GRAIN = re.compile(r"^--\s*grain:\s*\S", re.MULTILINE)
 # `-- materialized: parquet` is a published table the DuckDB build writes once, from its query,
 # as the snapshot's Parquet and reads through a view: for a wide per-line table, whose DuckDB
 # copy would cost more to write than the Parquet (normalized.cost_line_facts,
-# attribution.line_attributions, allocation.unattributed_slices)
+# attribution.line_attributions, allocation.line_remainders)
 _MATERIALIZED = re.compile(r"^--\s*materialized:\s*(\S*)", re.MULTILINE)
 MATERIALIZATIONS = ("table", "view", "intermediate", "parquet")
 # materializations the engines compute once and store in the build

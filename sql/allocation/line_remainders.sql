@@ -1,6 +1,10 @@
 -- What attribution left of each line once the split idle pool took its part: for config pools, else unallocated.
 -- grain: one row per line_id whose rest is not wholly split idle capacity
--- materialized: intermediate (a step of the build, never published: allocation.cost_slices carries its result)
+-- materialized: parquet (written once, as the published Parquet: allocation.unattributed_slices reads each rest as
+-- its unallocated slice through a view, so the rests are not written a second time)
+-- pool_name is the pool that takes the rest in the fully loaded model (the first pool whose selector matches the
+-- line; never an excluded inference line): allocation.pooled_lines reads it, and the rest is unallocated in the
+-- marginal model alone; NULL when no pool takes it, the rest then unallocated in both models.
 with remainders as (
     select * from attribution.unattributed_lines
 ),
@@ -18,6 +22,15 @@ idle_totals as (
         sum(split_unused_shares.net_cost) as net_cost
     from split_unused_shares
     group by split_unused_shares.line_id
+),
+
+first_pools as (
+    select
+        pool_line_matches.line_id,
+        pools.pool_name
+    from allocation.pool_line_matches as pool_line_matches
+    inner join config.pools as pools on pool_line_matches.pool_order = pools.pool_order
+    where pool_line_matches.first_match
 ),
 
 final as (
@@ -43,9 +56,13 @@ final as (
         remainders.billing_account_id,
         remainders.billing_period,
         remainders.billing_currency,
-        remainders.profile_key
+        remainders.profile_key,
+        case
+            when remainders.unallocated_reason <> 'excluded_inference' then first_pools.pool_name
+        end as pool_name
     from remainders
     left join idle_totals on remainders.line_id = idle_totals.line_id
+    left join first_pools on remainders.line_id = first_pools.line_id
     where remainders.unallocated_reason <> 'split_unused_capacity'
 )
 

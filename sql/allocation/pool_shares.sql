@@ -1,6 +1,7 @@
 -- Slices of unattributed cost that a pool spreads over attempts by its driver's shares (fully loaded model).
 -- grain: one row per (line_id, attempt_id)
--- materialized: intermediate (a step of the build, never published: allocation.cost_slices carries its result)
+-- materialized: parquet (written once, as the published Parquet: allocation.unattributed_slices reads each share as
+-- its shared slice through a view, so the shares are not written a second time)
 with pool_driver_weights as (
     select * from allocation.pool_driver_weights
 ),

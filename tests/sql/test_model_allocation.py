@@ -246,6 +246,14 @@ def test_first_pool_in_config_order_wins(build, pools, winner, amounts):
 
     names = records(con, "select distinct pool_name from allocation.pool_shares")
     assert names == [{"pool_name": winner}]
+    # the rest names the pool that takes it, and is unallocated in the marginal model alone
+    rests = records(
+        con,
+        "select rests.pool_name, slices.allocation_models from allocation.line_remainders as rests "
+        "inner join allocation.unattributed_slices as slices on rests.line_id = slices.line_id "
+        "where slices.allocation_kind = 'unallocated'",
+    )
+    assert rests == [{"pool_name": winner, "allocation_models": "marginal"}]
     assert shared_by_attempt(con) == amounts
     assert report.check_failures == []
 

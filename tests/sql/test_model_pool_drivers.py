@@ -252,6 +252,12 @@ def test_inference_lines_are_excluded_in_both_models_by_default(build):
         {"line_id": 0},
         {"line_id": 1},
     ]
+    # the catch-all pool's selector matches them, but no pool takes an excluded line's rest
+    rests = "select line_id, pool_name from allocation.line_remainders order by 1"
+    assert records(con, rests) == [
+        {"line_id": 0, "pool_name": None},
+        {"line_id": 1, "pool_name": None},
+    ]
     assert report.check_failures == []
 
 

@@ -129,7 +129,8 @@ def test_the_per_line_and_per_attempt_tables_are_written_once_as_parquet() -> No
     assert shipped == {
         "normalized.cost_line_facts",
         "attribution.line_attributions",
-        "allocation.unattributed_slices",
+        "allocation.line_remainders",
+        "allocation.pool_shares",
         "marts.attempt_costs",
         "marts.attempt_goodput",
         "marts.cost_changes",
