@@ -9,8 +9,6 @@
 -- splits, are computed whole in the first pass (in_first_pass).
 -- materialized: parquet (written once, in passes, as the published Parquet: allocation.cost_slices is the view of
 -- these attributed slices with allocation.unattributed_slices, so they are not written a second time)
--- pass inputs: attribution.resource_time_overlaps (written in the same passes: each pass reads its own file of the
--- windows, not every pass's)
 with cost_lines as (
     select
         cost_lines.line_id,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import re
 import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -55,8 +54,7 @@ class DuckDBEngine:
 
     A model partitioned by resource (pipeline.dag.partitions) is built in ``partitions`` passes,
     or, when that is None, in as many as its largest built input needs under memory_limit
-    (``partitions_used`` records how many). A step the model names in `-- pass inputs:`, written
-    in as many passes, is read in each pass from that pass's file alone.
+    (``partitions_used`` records how many).
     """
 
     name = "duckdb"
@@ -73,8 +71,6 @@ class DuckDBEngine:
         self.partitions = partitions
         self.published_files: dict[str, Path] = {}
         self.partitions_used: dict[str, int] = {}
-        # the steps written in passes: name -> (passes, folder, columns)
-        self.step_passes: dict[str, tuple[int, Path, tuple[tuple[str, str], ...]]] = {}
         # billing periods of each published model written (candidates for the models reading it)
         self.period_values: dict[str, list] = {}
 
@@ -113,27 +109,11 @@ class DuckDBEngine:
             )
         return count
 
-    def _pass_sql(self, model: Model, count: int, partition: int) -> str:
-        """One pass's SQL. A step the model names in `-- pass inputs:` (it reads the step only
-        through in_resource_partition on the step's resource) and that was written in as many
-        passes is read from this pass's file alone: the filter would keep no row of the other
-        files, which every pass read again (about 7 CPU s a pass at 100M lines, performance.md)."""
-        sql = pass_sql(model.sql, count, partition)
-        for name in sorted(model.pass_inputs):
-            passes, folder, columns = self.step_passes.get(name, (1, Path(), ()))
-            if count == 1 or passes != count:
-                continue  # one pass, or not the same partitions: every file, filtered
-            own = literal(str(folder / f"pass_{partition}.parquet"))
-            relation = f"({typed_select(self.con, f'select * from read_parquet({own})', columns)})"
-            pattern = rf"(?<![\w.\"]){re.escape(name)}(?![\w\"])"
-            sql = re.sub(pattern, lambda _, text=relation: text, sql)
-        return sql
-
     def _create_in_passes(self, model: Model) -> None:
         """A table built one resource-hash partition at a time: the first pass creates it."""
         count = self._passes(model)
         for partition in range(count):
-            sql = self._pass_sql(model, count, partition)
+            sql = pass_sql(model.sql, count, partition)
             if partition == 0:
                 self.con.execute(f"create or replace table {model.qualified} as\n{sql}")
             else:
@@ -150,10 +130,9 @@ class DuckDBEngine:
             (str(name), str(kind)) for name, kind in zip(bound.columns, bound.types, strict=True)
         )
         for partition in range(count):
-            query = parquet_query(f"(\n{self._pass_sql(model, count, partition)}\n)", columns)
+            query = parquet_query(f"(\n{pass_sql(model.sql, count, partition)}\n)", columns)
             target = sql_path(folder.absolute() / f"pass_{partition}.parquet")
             self.con.execute(f"copy ({query}) to '{target}' ({STEP_OPTIONS})")
-        self.step_passes[model.qualified] = (count, folder.absolute(), columns)
         files = f"select * from read_parquet({literal(str(folder.absolute() / '*.parquet'))})"
         query = typed_select(self.con, files, columns)
         self.con.execute(f"create or replace view {model.qualified} as {query}")
@@ -162,7 +141,7 @@ class DuckDBEngine:
         """Write the model's rows once as published Parquet, one pass after another; the
         build's view reads them."""
         count = self._passes(model)
-        sources = [f"(\n{self._pass_sql(model, count, k)}\n)" for k in range(count)]
+        sources = [f"(\n{pass_sql(model.sql, count, k)}\n)" for k in range(count)]
         bound = self.con.sql(sources[0])  # binding computes nothing: the columns and types
         columns = tuple(
             (str(name), str(kind)) for name, kind in zip(bound.columns, bound.types, strict=True)
