@@ -1,17 +1,16 @@
 -- The idle pool of split instance lines: each placed pod's unused cost share of the line (fully loaded model).
 -- grain: one row per (line_id, attempt_id, experiment_id) with unused cost
 -- AWS spreads an instance-hour's unused capacity over its pods (split_line_item_unused_cost); the fully
--- loaded model follows it. When every pod of the hour is placed, the slices take the line's whole rest.
+-- loaded model follows it. When every pod of the hour is placed, the slices take the line's whole rest: the line
+-- less its split slices (attribution.line_attributions), which allocation.line_remainders then leaves out.
 -- materialized: intermediate (a step of the build, never published: allocation.cost_slices carries its result)
 with split_cost_shares as (
     select * from attribution.split_cost_shares
 ),
 
-remainders as (
-    select * from attribution.unattributed_lines
-),
-
 cost_lines as (
+    -- the lines not wholly placed (attribution.unplaced_lines): a split line whose pods' split cost
+    -- takes all of it has no idle capacity
     select
         cost_lines.line_id,
         cost_lines.billed_cost,
@@ -23,7 +22,41 @@ cost_lines as (
         cost_lines.billing_period,
         cost_lines.billing_currency,
         cost_lines.profile_key
-    from normalized.cost_line_facts as cost_lines
+    from attribution.unplaced_lines as cost_lines
+),
+
+excluded_lines as (
+    -- lines [allocation] exclude names have no idle pool: their rest stays theirs
+    select * from attribution.excluded_lines
+),
+
+split_slices as (
+    -- what the placed pods' split slices of a line placed only in part add up to
+    select
+        line_attributions.line_id,
+        sum(line_attributions.billed_cost) as billed_cost,
+        sum(line_attributions.effective_cost) as effective_cost,
+        sum(line_attributions.list_cost) as list_cost,
+        sum(line_attributions.net_cost) as net_cost
+    from attribution.line_attributions as line_attributions
+    where line_attributions.attribution_method = 'split_cost' and not line_attributions.fully_attributed
+    group by line_attributions.line_id
+),
+
+remainders as (
+    -- the line's rest once its split slices are taken
+    select
+        cost_lines.line_id,
+        cast(cost_lines.billed_cost - coalesce(split_slices.billed_cost, 0) as decimal(38, 10)) as billed_cost,
+        cast(
+            cost_lines.effective_cost - coalesce(split_slices.effective_cost, 0) as decimal(38, 10)
+        ) as effective_cost,
+        cast(cost_lines.list_cost - coalesce(split_slices.list_cost, 0) as decimal(38, 10)) as list_cost,
+        cast(cost_lines.net_cost - coalesce(split_slices.net_cost, 0) as decimal(38, 10)) as net_cost
+    from cost_lines
+    semi join split_cost_shares on cost_lines.line_id = split_cost_shares.line_id
+    left join split_slices on cost_lines.line_id = split_slices.line_id
+    anti join excluded_lines on cost_lines.line_id = excluded_lines.line_id
 ),
 
 idle as (
@@ -61,7 +94,6 @@ idle as (
     where
         split_cost_shares.experiment_id is not null
         and split_cost_shares.unused_cost > 0
-        and remainders.unallocated_reason <> 'excluded_inference'
 ),
 
 totals as (

@@ -1,10 +1,11 @@
 -- The cost lines attribution did not place whole: every line but those whose slices sum to it.
 -- grain: one row per line_id not wholly attributed
--- materialized: intermediate (a step of the build, never published: attribution.unattributed_lines reads it)
+-- materialized: intermediate (a step of the build, never published: allocation.line_remainders computes the rests
+-- from it, and allocation.split_unused_shares the split lines' idle capacity)
 -- A step of its own so that the anti join's table of the wholly placed lines' ids is not held in
--- one query beside attribution.unattributed_lines' table of the partly placed lines' sums: at the
+-- one query beside allocation.line_remainders' table of the partly placed lines' sums: at the
 -- memory per line of a 100M-line bill at 4GB, the two together spilled or ran out of memory
--- (docs/performance.md, session 22). Carries the columns attribution.unattributed_lines reads, and the line's
+-- (docs/performance.md, session 22). Carries the columns the rests are computed from, and the line's
 -- resource and window, which the rests carry on to the waste findings.
 with cost_lines as (
     select * from normalized.cost_line_facts

@@ -30,7 +30,7 @@ def left_over(con) -> list[tuple]:
         for row in records(
             con,
             "select line_id, unallocated_reason, billed_cost "
-            "from attribution.unattributed_lines order by line_id",
+            "from allocation.line_remainders order by line_id",
         )
     ]
 
@@ -181,7 +181,7 @@ def test_sequential_attempts_on_one_node_share_the_hour_by_seconds(build):
         (0, "att-2"): pytest.approx(1200 / 3600),
         (0, "att-3"): pytest.approx(2100 / 3600),
     }
-    rest = records(con, "select * from attribution.unattributed_lines")
+    rest = records(con, "select * from allocation.line_remainders")
     assert [
         (row["unallocated_reason"], row["billed_cost"], row["list_cost"], row["net_cost"])
         for row in rest
