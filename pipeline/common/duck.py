@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import duckdb
@@ -34,3 +36,14 @@ def literal(text: object) -> str:
 def identifier(name: str) -> str:
     """A quoted SQL identifier (a column named by the data, such as a CUR header)."""
     return '"' + name.replace('"', '""') + '"'
+
+
+@contextmanager
+def optimizer_disabled(con: duckdb.DuckDBPyConnection, name: str) -> Iterator[None]:
+    """DuckDB's optimizer ``name`` off for the statements run inside, beside any already off."""
+    before = con.execute("select current_setting('disabled_optimizers')").fetchone()[0] or ""
+    con.execute(f"set disabled_optimizers = {literal(','.join(filter(None, (before, name))))}")
+    try:
+        yield
+    finally:
+        con.execute(f"set disabled_optimizers = {literal(before)}")

@@ -30,6 +30,11 @@ _GRAIN = re.compile(r"^--\s*grain:\s*\S", re.MULTILINE)
 # copy would cost more to write than the Parquet (normalized.cost_line_facts,
 # attribution.line_attributions, allocation.line_remainders)
 _MATERIALIZED = re.compile(r"^--\s*materialized:\s*(\S*)", re.MULTILINE)
+# `-- pass inputs: <schema.model>, ...` in a model built in passes names the build steps, built in
+# the same passes, that it reads only through in_resource_partition on their resource: a DuckDB pass
+# then reads the step's file of the same pass alone instead of every pass's file and filtering
+# them (pipeline.dag.engines.duckdb_engine)
+_PASS_INPUTS = re.compile(r"^--\s*pass inputs:\s*([\w.]+(?:\s*,\s*[\w.]+)*)", re.MULTILINE)
 MATERIALIZATIONS = ("table", "view", "intermediate", "parquet")
 # materializations the engines compute once and store in the build
 STORED = ("table", "intermediate", "parquet")
@@ -59,6 +64,7 @@ class Model:
     grain: str
     inputs: frozenset[str] = field(default_factory=frozenset)
     materialized: str = "table"
+    pass_inputs: frozenset[str] = field(default_factory=frozenset)
 
     @property
     def qualified(self) -> str:
@@ -103,6 +109,7 @@ def parse_model(layer: str, name: str, sql: str, path: Path | None = None) -> Mo
     if len(statements) != 1 or not isinstance(statements[0], exp.Query):
         raise ModelError(f"{where}: a model must be exactly one select statement")
     inputs = _inputs(statements[0])
+    pass_inputs = _pass_inputs(sql, inputs, where)
     sql = inline_imports(sql, statements[0])
     return Model(
         layer=layer,
@@ -113,7 +120,24 @@ def parse_model(layer: str, name: str, sql: str, path: Path | None = None) -> Mo
         grain=grain_line.split(":", 1)[1].strip(),
         inputs=frozenset(inputs),
         materialized=_published_view_inputs(materialized, inputs, where),
+        pass_inputs=pass_inputs,
     )
+
+
+def _pass_inputs(sql: str, inputs: set[str], where: str) -> frozenset[str]:
+    found = [name.strip() for line in _PASS_INPUTS.findall(sql) for name in line.split(",")]
+    if found and not is_partitioned(sql):
+        raise ModelError(
+            f"{where}: `-- pass inputs:` is for a model built in passes; call "
+            "in_resource_partition() on what it reads, or remove the line"
+        )
+    unread = sorted(name for name in found if name not in inputs)
+    if unread:
+        raise ModelError(
+            f"{where}: `-- pass inputs:` names {', '.join(unread)}, which the model does not "
+            "read; name only models it selects from"
+        )
+    return frozenset(found)
 
 
 def _published_view_inputs(materialized: str, inputs: set[str], where: str) -> str:

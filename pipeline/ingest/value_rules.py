@@ -13,7 +13,7 @@ from pathlib import Path
 
 import duckdb
 
-from pipeline.common.duck import identifier, literal
+from pipeline.common.duck import identifier, optimizer_disabled
 from pipeline.common.errors import InputError
 from pipeline.warehouse.raw_store import sha256_file
 
@@ -157,12 +157,8 @@ def first_bad(
     if not rules:
         return None
     # footer statistics leave NaN out: never let them fold a NaN test to false
-    disabled = con.execute("select current_setting('disabled_optimizers')").fetchone()[0]
-    con.execute("set disabled_optimizers = 'statistics_propagation'")
-    try:
+    with optimizer_disabled(con, "statistics_propagation"):
         return _first_bad(con, source, row, rules)
-    finally:
-        con.execute(f"set disabled_optimizers = {literal(disabled or '')}")
 
 
 def _first_bad(

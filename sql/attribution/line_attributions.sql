@@ -9,6 +9,9 @@
 -- splits, are computed whole in the first pass (in_first_pass).
 -- materialized: parquet (written once, in passes, as the published Parquet: allocation.cost_slices is the view of
 -- these attributed slices with allocation.unattributed_slices, so they are not written a second time)
+-- pass inputs: attribution.resource_time_overlaps (written in the same passes: each pass reads its own file of the
+-- windows, not every pass's, and runs its joins as written, so each join has the lines on its left and builds its
+-- table on the right: the windows, the tag-placed, split or excluded lines' ids)
 with cost_lines as (
     select
         cost_lines.line_id,
@@ -71,9 +74,9 @@ tag_slices as (
         cost_lines.billing_period,
         cost_lines.billing_currency,
         cost_lines.profile_key
-    from tag_matches
-    inner join cost_lines on tag_matches.line_id = cost_lines.line_id
-    anti join excluded_lines on tag_matches.line_id = excluded_lines.line_id
+    from cost_lines
+    inner join tag_matches on cost_lines.line_id = tag_matches.line_id
+    anti join excluded_lines on cost_lines.line_id = excluded_lines.line_id
     where in_first_pass()
 ),
 
@@ -115,9 +118,9 @@ split_rounded as (
         cast(cost_lines.effective_cost * split_parts.share as decimal(38, 10)) as effective_part,
         cast(cost_lines.list_cost * split_parts.share as decimal(38, 10)) as list_part,
         cast(cost_lines.net_cost * split_parts.share as decimal(38, 10)) as net_part
-    from split_parts
-    inner join cost_lines on split_parts.line_id = cost_lines.line_id
-    anti join excluded_lines on split_parts.line_id = excluded_lines.line_id
+    from cost_lines
+    inner join split_parts on cost_lines.line_id = split_parts.line_id
+    anti join excluded_lines on cost_lines.line_id = excluded_lines.line_id
 ),
 
 split_totals as (

@@ -3,11 +3,13 @@ pass, read through a view with the columns and types the same model has as a tab
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import duckdb
 import pytest
 
+from pipeline.common.errors import ModelError
 from pipeline.dag.engines.duckdb_engine import DuckDBEngine
 from pipeline.dag.models import discover, parse_model
 
@@ -126,3 +128,98 @@ def test_a_kept_build_database_still_reads_its_steps(tmp_path: Path) -> None:
         400,
         10 * sum(i * 7 % 3600 for i in range(400)),  # each resource's total on its 10 rows
     )
+
+
+# reads the step above only through the same resource filter, so a pass may read its own file
+READER = """-- Reads a step built in the same passes.
+-- grain: one row per (resource_id, hour)
+-- materialized: intermediate
+-- pass inputs: attribution.held (each pass reads its own file of it)
+select held.resource_id, held.hour, held.cost
+from attribution.held as held
+where in_resource_partition(held.resource_id)
+"""
+READ = "select resource_id, hour, cost from attribution.reader order by all"
+
+
+def test_a_pass_reads_its_own_file_of_a_step_built_in_the_same_passes(tmp_path: Path) -> None:
+    step, reader = (
+        parse_model("attribution", "held", STEP),
+        parse_model("attribution", "reader", READER),
+    )
+    assert reader.pass_inputs == {"attribution.held"}
+    whole = _connect()
+    for model in (step, reader):
+        DuckDBEngine(whole).create(model)  # tables, one pass
+    con = _connect()
+    engine = DuckDBEngine(con, scratch=tmp_path, partitions=3)
+    engine.create(step)
+    engine.create(reader)
+    assert con.execute(READ).fetchall() == whole.execute(READ).fetchall()
+    assert len(con.execute(READ).fetchall()) == 400
+
+    # the proof that pass 0 read its own file alone: with pass 1's file in its place, pass 0
+    # finds none of its rows and pass 1's rows are read once (every file would give them twice)
+    files = tmp_path / "steps" / "attribution.held"
+    kept = sorted(
+        con.execute(
+            "select resource_id, hour, cost from read_parquet(?)",
+            [[str(files / "pass_1.parquet"), str(files / "pass_2.parquet")]],
+        ).fetchall()
+    )
+    shutil.copy(files / "pass_1.parquet", files / "pass_0.parquet")
+    engine.create(reader)
+    assert con.execute(READ).fetchall() == kept
+    assert 0 < len(kept) < 400
+
+
+def test_a_step_of_other_passes_is_read_whole_and_filtered(tmp_path: Path) -> None:
+    step, reader = (
+        parse_model("attribution", "held", STEP),
+        parse_model("attribution", "reader", READER),
+    )
+    whole = _connect()
+    for model in (step, reader):
+        DuckDBEngine(whole).create(model)
+    con = _connect()
+    engine = DuckDBEngine(con, scratch=tmp_path, partitions=3)
+    engine.create(step)
+    engine.partitions = 2  # the reader in 2 passes: no file of the step is one of its passes
+    engine.create(reader)
+    assert con.execute(READ).fetchall() == whole.execute(READ).fetchall()
+
+
+def test_pass_inputs_name_steps_a_model_in_passes_reads() -> None:
+    with pytest.raises(ModelError, match="which the model does not read"):
+        parse_model(
+            "attribution", "reader", READER.replace("attribution.held (", "attribution.other (")
+        )
+    unpartitioned = READER.replace("where in_resource_partition(held.resource_id)\n", "")
+    with pytest.raises(ModelError, match="is for a model built in passes"):
+        parse_model("attribution", "reader", unpartitioned)
+
+
+def test_a_pass_reading_its_own_file_runs_its_joins_as_written(tmp_path: Path) -> None:
+    """DuckDB misjudges a pass's own windows against the lines and turns joins around: those
+    passes run with its build-side optimizer off, and the setting is restored after them."""
+    step = parse_model("attribution", "held", STEP)
+    reader = parse_model(
+        "attribution",
+        "reader",
+        READER.replace(
+            "select held.resource_id,",
+            "select current_setting('disabled_optimizers') as disabled, held.resource_id,",
+        ),
+    )
+    read = "select distinct disabled from attribution.reader"
+    con = _connect()
+    con.execute("set disabled_optimizers = 'statistics_propagation'")
+    engine = DuckDBEngine(con, scratch=tmp_path, partitions=3)
+    engine.create(step)
+    engine.create(reader)
+    assert con.execute(read).fetchall() == [("statistics_propagation,build_side_probe_side",)]
+    setting = "select current_setting('disabled_optimizers')"
+    assert con.execute(setting).fetchone()[0] == "statistics_propagation"
+    engine.partitions = 2  # every file, filtered: the optimizer decides the joins as usual
+    engine.create(reader)
+    assert con.execute(read).fetchall() == [("statistics_propagation",)]

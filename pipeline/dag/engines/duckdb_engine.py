@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import logging
+import re
 import shutil
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import duckdb
 
-from pipeline.common.duck import literal
+from pipeline.common.duck import literal, optimizer_disabled
 from pipeline.common.errors import ModelError
 from pipeline.dag.engines.base import CHECK_SAMPLE_ROWS, CheckResult
 from pipeline.dag.models import SOURCE_SCHEMAS
@@ -54,7 +56,9 @@ class DuckDBEngine:
 
     A model partitioned by resource (pipeline.dag.partitions) is built in ``partitions`` passes,
     or, when that is None, in as many as its largest built input needs under memory_limit
-    (``partitions_used`` records how many).
+    (``partitions_used`` records how many). A step the model names in `-- pass inputs:`, written
+    in as many passes, is read in each pass from that pass's file alone, and the pass's joins run
+    as written (``_joins_as_written``).
     """
 
     name = "duckdb"
@@ -71,6 +75,8 @@ class DuckDBEngine:
         self.partitions = partitions
         self.published_files: dict[str, Path] = {}
         self.partitions_used: dict[str, int] = {}
+        # the steps written in passes: name -> (passes, folder, columns)
+        self.step_passes: dict[str, tuple[int, Path, tuple[tuple[str, str], ...]]] = {}
         # billing periods of each published model written (candidates for the models reading it)
         self.period_values: dict[str, list] = {}
 
@@ -109,15 +115,50 @@ class DuckDBEngine:
             )
         return count
 
+    def _pass_sql(self, model: Model, count: int, partition: int) -> str:
+        """One pass's SQL. A step the model names in `-- pass inputs:` (it reads the step only
+        through in_resource_partition on the step's resource) and that was written in as many
+        passes is read from this pass's file alone: the filter would keep no row of the other
+        files, which every pass read again (about 7 CPU s a pass at 100M lines, performance.md)."""
+        sql = pass_sql(model.sql, count, partition)
+        for name in self._own_file_inputs(model, count):
+            _, folder, columns = self.step_passes[name]
+            own = literal(str(folder / f"pass_{partition}.parquet"))
+            relation = f"({typed_select(self.con, f'select * from read_parquet({own})', columns)})"
+            pattern = rf"(?<![\w.\"]){re.escape(name)}(?![\w\"])"
+            sql = re.sub(pattern, lambda _, text=relation: text, sql)
+        return sql
+
+    def _own_file_inputs(self, model: Model, count: int) -> list[str]:
+        """The steps of `-- pass inputs:` written in the same ``count`` passes (more than one):
+        each pass reads its own file of them. With one pass, or another count, every file."""
+        return [
+            name
+            for name in sorted(model.pass_inputs)
+            if count > 1 and self.step_passes.get(name, (1,))[0] == count
+        ]
+
+    def _joins_as_written(self, model: Model, count: int) -> AbstractContextManager[None]:
+        """Passes that read their own files build each join's table on its right-hand side, as
+        the model writes it. DuckDB estimates a pass's own windows exactly and the lines they
+        join far too low (19,081 for about 166,000 at 10M lines), so it turned the anti join with
+        the tag-placed lines around (RIGHT_ANTI): the slices came out in its hash table's order,
+        the snapshot grew 23% and the marts spilled 4.2 GiB at 100M (docs/performance.md,
+        sessions 25 and 26). Such a model writes its large relation on the left of each join."""
+        if self._own_file_inputs(model, count):
+            return optimizer_disabled(self.con, "build_side_probe_side")
+        return nullcontext()
+
     def _create_in_passes(self, model: Model) -> None:
         """A table built one resource-hash partition at a time: the first pass creates it."""
         count = self._passes(model)
-        for partition in range(count):
-            sql = pass_sql(model.sql, count, partition)
-            if partition == 0:
-                self.con.execute(f"create or replace table {model.qualified} as\n{sql}")
-            else:
-                self.con.execute(f"insert into {model.qualified}\n{sql}")
+        with self._joins_as_written(model, count):
+            for partition in range(count):
+                sql = self._pass_sql(model, count, partition)
+                if partition == 0:
+                    self.con.execute(f"create or replace table {model.qualified} as\n{sql}")
+                else:
+                    self.con.execute(f"insert into {model.qualified}\n{sql}")
 
     def _write_step(self, model: Model, folder: Path) -> None:
         """A build step as Parquet, one file per pass, and a view of the build reading them."""
@@ -129,10 +170,12 @@ class DuckDBEngine:
         columns = tuple(
             (str(name), str(kind)) for name, kind in zip(bound.columns, bound.types, strict=True)
         )
-        for partition in range(count):
-            query = parquet_query(f"(\n{pass_sql(model.sql, count, partition)}\n)", columns)
-            target = sql_path(folder.absolute() / f"pass_{partition}.parquet")
-            self.con.execute(f"copy ({query}) to '{target}' ({STEP_OPTIONS})")
+        with self._joins_as_written(model, count):
+            for partition in range(count):
+                query = parquet_query(f"(\n{self._pass_sql(model, count, partition)}\n)", columns)
+                target = sql_path(folder.absolute() / f"pass_{partition}.parquet")
+                self.con.execute(f"copy ({query}) to '{target}' ({STEP_OPTIONS})")
+        self.step_passes[model.qualified] = (count, folder.absolute(), columns)
         files = f"select * from read_parquet({literal(str(folder.absolute() / '*.parquet'))})"
         query = typed_select(self.con, files, columns)
         self.con.execute(f"create or replace view {model.qualified} as {query}")
@@ -141,7 +184,11 @@ class DuckDBEngine:
         """Write the model's rows once as published Parquet, one pass after another; the
         build's view reads them."""
         count = self._passes(model)
-        sources = [f"(\n{pass_sql(model.sql, count, k)}\n)" for k in range(count)]
+        with self._joins_as_written(model, count):
+            return self._write_passes(model, folder, count)
+
+    def _write_passes(self, model: Model, folder: Path, count: int) -> Path:
+        sources = [f"(\n{self._pass_sql(model, count, k)}\n)" for k in range(count)]
         bound = self.con.sql(sources[0])  # binding computes nothing: the columns and types
         columns = tuple(
             (str(name), str(kind)) for name, kind in zip(bound.columns, bound.types, strict=True)
