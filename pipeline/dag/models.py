@@ -35,6 +35,11 @@ _MATERIALIZED = re.compile(r"^--\s*materialized:\s*(\S*)", re.MULTILINE)
 # then reads the step's file of the same pass alone instead of every pass's file and filtering
 # them (pipeline.dag.engines.duckdb_engine)
 _PASS_INPUTS = re.compile(r"^--\s*pass inputs:\s*([\w.]+(?:\s*,\s*[\w.]+)*)", re.MULTILINE)
+# `-- joins: as written` makes a DuckDB build run the model's joins as the SQL writes them, each
+# building its hash table on its right-hand side, in every pass: for a model whose large relation
+# DuckDB's build-side optimizer would hash instead (attribution.line_attributions, whose slices
+# then came out in the hash table's order: docs/performance.md, sessions 25-27)
+_JOINS = re.compile(r"^--\s*joins:\s*(.*)$", re.MULTILINE)
 MATERIALIZATIONS = ("table", "view", "intermediate", "parquet")
 # materializations the engines compute once and store in the build
 STORED = ("table", "intermediate", "parquet")
@@ -65,6 +70,7 @@ class Model:
     inputs: frozenset[str] = field(default_factory=frozenset)
     materialized: str = "table"
     pass_inputs: frozenset[str] = field(default_factory=frozenset)
+    joins_as_written: bool = False
 
     @property
     def qualified(self) -> str:
@@ -121,6 +127,7 @@ def parse_model(layer: str, name: str, sql: str, path: Path | None = None) -> Mo
         inputs=frozenset(inputs),
         materialized=_published_view_inputs(materialized, inputs, where),
         pass_inputs=pass_inputs,
+        joins_as_written=_joins_as_written(sql, materialized, layer, where),
     )
 
 
@@ -138,6 +145,24 @@ def _pass_inputs(sql: str, inputs: set[str], where: str) -> frozenset[str]:
             "read; name only models it selects from"
         )
     return frozenset(found)
+
+
+def _joins_as_written(sql: str, materialized: str, layer: str, where: str) -> bool:
+    found = [text.strip() for text in _JOINS.findall(sql)]
+    if not found:
+        return False
+    if len(found) > 1 or not found[0].startswith("as written"):
+        raise ModelError(
+            f"{where}: the one value of the header line `-- joins:` is `as written` "
+            f"(found {', '.join(repr(text) for text in found)})"
+        )
+    if layer in ("staging", "checks") or materialized not in STORED:
+        raise ModelError(
+            f"{where}: `-- joins: as written` is for a model the build stores (`-- materialized: "
+            "table`, `intermediate` or `parquet`); a view's joins are planned where it is read, "
+            "so remove the line"
+        )
+    return True
 
 
 def _published_view_inputs(materialized: str, inputs: set[str], where: str) -> str:

@@ -10,8 +10,9 @@
 -- materialized: parquet (written once, in passes, as the published Parquet: allocation.cost_slices is the view of
 -- these attributed slices with allocation.unattributed_slices, so they are not written a second time)
 -- pass inputs: attribution.resource_time_overlaps (written in the same passes: each pass reads its own file of the
--- windows, not every pass's, and runs its joins as written, so each join has the lines on its left and builds its
--- table on the right: the windows, the tag-placed, split or excluded lines' ids)
+-- windows, not every pass's)
+-- joins: as written (each join has the lines on its left and builds its table on the right: the windows, the
+-- tag-placed, split or excluded lines' ids; so the slices come out in the lines' order, in one pass or many)
 with cost_lines as (
     select
         cost_lines.line_id,

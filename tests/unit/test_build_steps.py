@@ -199,27 +199,55 @@ def test_pass_inputs_name_steps_a_model_in_passes_reads() -> None:
         parse_model("attribution", "reader", unpartitioned)
 
 
-def test_a_pass_reading_its_own_file_runs_its_joins_as_written(tmp_path: Path) -> None:
-    """DuckDB misjudges a pass's own windows against the lines and turns joins around: those
-    passes run with its build-side optimizer off, and the setting is restored after them."""
+def test_a_model_that_says_so_runs_its_joins_as_written(tmp_path: Path) -> None:
+    """`-- joins: as written`: DuckDB's build-side optimizer off in every pass of the model, in
+    one pass or many and whether a pass reads its own file or every file, added to any optimizer
+    already off and restored after the model; a model that does not say it keeps the optimizer."""
     step = parse_model("attribution", "held", STEP)
-    reader = parse_model(
+    sql = READER.replace(
+        "select held.resource_id,",
+        "select current_setting('disabled_optimizers') as disabled, held.resource_id,",
+    )
+    written = parse_model(
         "attribution",
         "reader",
-        READER.replace(
-            "select held.resource_id,",
-            "select current_setting('disabled_optimizers') as disabled, held.resource_id,",
+        sql.replace(
+            "-- pass inputs:", "-- joins: as written (the windows on the right)\n-- pass inputs:"
         ),
     )
+    planned = parse_model("attribution", "reader", sql)
+    assert written.joins_as_written and not planned.joins_as_written
     read = "select distinct disabled from attribution.reader"
     con = _connect()
     con.execute("set disabled_optimizers = 'statistics_propagation'")
     engine = DuckDBEngine(con, scratch=tmp_path, partitions=3)
     engine.create(step)
-    engine.create(reader)
-    assert con.execute(read).fetchall() == [("statistics_propagation,build_side_probe_side",)]
     setting = "select current_setting('disabled_optimizers')"
-    assert con.execute(setting).fetchone()[0] == "statistics_propagation"
-    engine.partitions = 2  # every file, filtered: the optimizer decides the joins as usual
-    engine.create(reader)
-    assert con.execute(read).fetchall() == [("statistics_propagation",)]
+    off = [("statistics_propagation,build_side_probe_side",)]
+    for passes, model, expected in (
+        (3, written, off),  # each pass its own file
+        (2, written, off),  # every file, filtered
+        (1, written, off),  # one pass
+        (3, planned, [("statistics_propagation",)]),
+    ):
+        engine.partitions = passes
+        engine.create(model)
+        assert con.execute(read).fetchall() == expected, (passes, model.joins_as_written)
+        assert con.execute(setting).fetchone()[0] == "statistics_propagation"
+    tables = DuckDBEngine(_connect())  # no scratch folder: a table, in passes or not
+    tables.con.execute("set disabled_optimizers = 'statistics_propagation'")
+    tables.create(step)
+    tables.create(written)
+    assert tables.con.execute(read).fetchall() == off
+
+
+def test_joins_as_written_is_said_once_of_a_stored_model() -> None:
+    with pytest.raises(ModelError, match="the one value of the header line `-- joins:`"):
+        parse_model("attribution", "reader", READER + "-- joins: hashed\n")
+    with pytest.raises(ModelError, match="is for a model the build stores"):
+        parse_model(
+            "attribution",
+            "viewed",
+            "-- A view.\n-- grain: one row per x\n-- materialized: view\n-- joins: as written\n"
+            "select 1 as x",
+        )

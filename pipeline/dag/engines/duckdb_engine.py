@@ -57,8 +57,8 @@ class DuckDBEngine:
     A model partitioned by resource (pipeline.dag.partitions) is built in ``partitions`` passes,
     or, when that is None, in as many as its largest built input needs under memory_limit
     (``partitions_used`` records how many). A step the model names in `-- pass inputs:`, written
-    in as many passes, is read in each pass from that pass's file alone, and the pass's joins run
-    as written (``_joins_as_written``).
+    in as many passes, is read in each pass from that pass's file alone. A model that says
+    `-- joins: as written` runs its joins as its SQL writes them (``_joins_as_written``).
     """
 
     name = "duckdb"
@@ -94,7 +94,10 @@ class DuckDBEngine:
         if is_partitioned(model.sql):
             self._create_in_passes(model)
             return
-        self.con.execute(f"create or replace {model.created_as} {model.qualified} as\n{model.sql}")
+        with self._joins_as_written(model):
+            self.con.execute(
+                f"create or replace {model.created_as} {model.qualified} as\n{model.sql}"
+            )
 
     def _passes(self, model: Model) -> int:
         """How many resource-hash passes a model takes: 1 unless its SQL is partitioned."""
@@ -138,21 +141,23 @@ class DuckDBEngine:
             if count > 1 and self.step_passes.get(name, (1,))[0] == count
         ]
 
-    def _joins_as_written(self, model: Model, count: int) -> AbstractContextManager[None]:
-        """Passes that read their own files build each join's table on its right-hand side, as
-        the model writes it. DuckDB estimates a pass's own windows exactly and the lines they
-        join far too low (19,081 for about 166,000 at 10M lines), so it turned the anti join with
-        the tag-placed lines around (RIGHT_ANTI): the slices came out in its hash table's order,
-        the snapshot grew 23% and the marts spilled 4.2 GiB at 100M (docs/performance.md,
-        sessions 25 and 26). Such a model writes its large relation on the left of each join."""
-        if self._own_file_inputs(model, count):
+    def _joins_as_written(self, model: Model) -> AbstractContextManager[None]:
+        """A model that says `-- joins: as written` builds each join's table on its right-hand
+        side, as its SQL writes it, in every pass: DuckDB's build-side optimizer off, restored
+        after the model. For attribution.line_attributions it hashed the month's lines instead of
+        the windows they meet in one pass, and in a pass reading its own windows (estimated far
+        too low) turned the anti join with the tag-placed lines around: either way the slices came
+        out in its hash table's order, at 10M lines in one pass 133 MB of Parquet against 61 and
+        about 3 CPU s more (docs/performance.md, sessions 25-27). Such a model writes its large
+        relation on the left of each join."""
+        if model.joins_as_written:
             return optimizer_disabled(self.con, "build_side_probe_side")
         return nullcontext()
 
     def _create_in_passes(self, model: Model) -> None:
         """A table built one resource-hash partition at a time: the first pass creates it."""
         count = self._passes(model)
-        with self._joins_as_written(model, count):
+        with self._joins_as_written(model):
             for partition in range(count):
                 sql = self._pass_sql(model, count, partition)
                 if partition == 0:
@@ -170,7 +175,7 @@ class DuckDBEngine:
         columns = tuple(
             (str(name), str(kind)) for name, kind in zip(bound.columns, bound.types, strict=True)
         )
-        with self._joins_as_written(model, count):
+        with self._joins_as_written(model):
             for partition in range(count):
                 query = parquet_query(f"(\n{self._pass_sql(model, count, partition)}\n)", columns)
                 target = sql_path(folder.absolute() / f"pass_{partition}.parquet")
@@ -184,7 +189,7 @@ class DuckDBEngine:
         """Write the model's rows once as published Parquet, one pass after another; the
         build's view reads them."""
         count = self._passes(model)
-        with self._joins_as_written(model, count):
+        with self._joins_as_written(model):
             return self._write_passes(model, folder, count)
 
     def _write_passes(self, model: Model, folder: Path, count: int) -> Path:
