@@ -3,9 +3,12 @@
 -- Every line of one resource in one charge window has the same overlaps, so they are computed once per
 -- window, never per line (no hash table keyed by line_id). `holders` lists the holders with a positive
 -- overlap; slice_rank 1 (largest overlap, then attempt id) takes a placed line's rounding remainder.
--- A window one attempt held (most of them: attempts on a node follow each other) gets its one-holder list row by
--- row; only windows several attempts shared are grouped into lists, an aggregate that cost about half of the
--- model's CPU when every window took it (docs/performance.md, session 15).
+-- A window of one hour (every line of an hourly bill) whose hour one held interval alone reaches (most of them:
+-- attempts on a node follow each other) has one row, its holder's: it takes its list as it is, without the sum
+-- per window and attempt or the ranking, which sort or hash every row (docs/performance.md, session 28). The
+-- others are summed per window and attempt and ranked; a window one attempt held then still gets its list row
+-- by row, and only windows several attempts shared are grouped into lists, an aggregate that cost about half of
+-- the model's CPU when every window took it (session 15).
 -- Both sides are cut at hour boundaries and equi-joined on (resource_id, hour_start): a hash join
 -- with only a time-overlap filter goes quadratic on long-lived nodes with many short attempts.
 -- Built in resource-hash passes (in_resource_partition, pipeline/dag/partitions.py): every row of a
@@ -52,18 +55,42 @@ held_intervals as (
         and in_resource_partition(attempt_resources.resource_id)
 ),
 
-held_hours as (
+held_spans as (
+    -- the intervals that list an hour, each with its first and last listed hour
     select
         held_intervals.*,
-        unnest(
-            range(
-                date_trunc('hour', held_intervals.held_from),
-                held_intervals.held_until,
-                interval 1 hour
-            )
-        ) as hour_start
+        date_trunc('hour', held_intervals.held_from) as first_hour,
+        date_trunc('hour', held_intervals.held_until - interval 1 microsecond) as last_hour
     from held_intervals
     where held_intervals.held_until > held_intervals.held_from
+),
+
+held_neighbours as (
+    -- the hours the resource's other intervals reach: every other interval comes before this one
+    -- in the order or after it, so an hour after the last hour of those before and before the first
+    -- hour of those after is this interval's alone
+    select
+        held_spans.*,
+        max(held_spans.last_hour) over (
+            partition by held_spans.resource_id
+            order by held_spans.first_hour asc, held_spans.last_hour asc
+            rows between unbounded preceding and 1 preceding
+        ) as others_last_hour_before,
+        min(held_spans.first_hour) over (
+            partition by held_spans.resource_id
+            order by held_spans.first_hour asc, held_spans.last_hour asc
+            rows between 1 following and unbounded following
+        ) as others_first_hour_after
+    from held_spans
+),
+
+held_hours as (
+    select
+        held_neighbours.*,
+        unnest(
+            range(held_neighbours.first_hour, held_neighbours.held_until, interval 1 hour)
+        ) as hour_start
+    from held_neighbours
 ),
 
 held_resources as (
@@ -88,6 +115,9 @@ charge_windows as (
 window_hours as (
     select
         charge_windows.*,
+        -- a window inside one hour (every line of an hourly bill) lists one hour
+        charge_windows.charge_period_end
+        <= date_trunc('hour', charge_windows.charge_period_start) + interval 1 hour as one_hour_window,
         unnest(
             range(
                 date_trunc('hour', charge_windows.charge_period_start),
@@ -106,6 +136,10 @@ hour_overlaps as (
         held_hours.attempt_id,
         held_hours.experiment_id,
         held_hours.gpu_count,
+        -- a window of one hour that one interval alone holds: its only row, its holder's whole overlap
+        window_hours.one_hour_window
+        and coalesce(held_hours.hour_start > held_hours.others_last_hour_before, true)
+        and coalesce(held_hours.hour_start < held_hours.others_first_hour_after, true) as sole_holder,
         greatest(
             0,
             epoch_us(
@@ -140,6 +174,7 @@ window_overlaps as (
         cast(sum(hour_overlaps.overlap_us) as bigint) as overlap_us,
         max(hour_overlaps.gpu_count) as gpu_count
     from hour_overlaps
+    where not hour_overlaps.sole_holder
     group by
         hour_overlaps.resource_id,
         hour_overlaps.charge_period_start,
@@ -210,7 +245,28 @@ several_holders as (
     group by ranked_holders.resource_id, ranked_holders.charge_period_start, ranked_holders.charge_period_end
 ),
 
+sole_holders as (
+    -- a window of one hour one interval alone holds: one holder, ranked first, with no group or
+    -- window function over it
+    select
+        hour_overlaps.resource_id,
+        hour_overlaps.charge_period_start,
+        hour_overlaps.charge_period_end,
+        hour_overlaps.overlap_us as total_overlap_us,
+        [{
+            'attempt_id': hour_overlaps.attempt_id,
+            'experiment_id': hour_overlaps.experiment_id,
+            'overlap_us': hour_overlaps.overlap_us,
+            'gpu_count': hour_overlaps.gpu_count,
+            'slice_rank': cast(1 as bigint)
+        }] as holders
+    from hour_overlaps
+    where hour_overlaps.sole_holder and hour_overlaps.overlap_us > 0
+),
+
 final as (
+    select * from sole_holders
+    union all
     select * from single_holder
     union all
     select * from several_holders
