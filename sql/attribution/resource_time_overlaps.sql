@@ -66,9 +66,9 @@ held_spans as (
 ),
 
 held_neighbours as (
-    -- the hours the resource's other intervals reach: every other interval comes before this one
-    -- in the order or after it, so an hour after the last hour of those before and before the first
-    -- hour of those after is this interval's alone
+    -- the hours the resource's other intervals reach: in the order by first hour every other interval
+    -- comes before this one or after it, so an hour after the last hour of those before and before
+    -- the first hour of the next one (the earliest of those after) is this interval's alone
     select
         held_spans.*,
         max(held_spans.last_hour) over (
@@ -76,10 +76,9 @@ held_neighbours as (
             order by held_spans.first_hour asc, held_spans.last_hour asc
             rows between unbounded preceding and 1 preceding
         ) as others_last_hour_before,
-        min(held_spans.first_hour) over (
+        lead(held_spans.first_hour) over (
             partition by held_spans.resource_id
             order by held_spans.first_hour asc, held_spans.last_hour asc
-            rows between 1 following and unbounded following
         ) as others_first_hour_after
     from held_spans
 ),

@@ -122,6 +122,12 @@ def expected_overlaps(drawn_windows: list, drawn_intervals: list) -> dict:
     [("i-a", START + 3 * HOUR, HOUR), ("i-a", START + 5 * HOUR, HOUR)],
     [(0, "i-a", START, 8 * HOUR, 1), (1, "i-a", START + HOUR, HOUR, 2)],
 )
+# a long interval around two short ones: no hour of theirs is one interval's alone
+@example(
+    [("i-a", START + step * HOUR, HOUR) for step in (2, 5, 7)],
+    [(0, "i-a", START, 10 * HOUR, 1), (1, "i-a", START + 5 * HOUR, HOUR, 2),
+     (2, "i-a", START + 7 * HOUR, timedelta(minutes=30), 3)],
+)  # fmt: skip
 # two intervals starting together, and one repeated row of telemetry
 @example(
     [("i-a", START + HOUR, HOUR), ("i-b", START, HOUR)],
