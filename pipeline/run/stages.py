@@ -20,7 +20,6 @@ from pipeline.dag.models import Model, intermediates, published_views
 from pipeline.dag.pools import log_pool_warnings
 from pipeline.ingest.aws_cur2 import ingest_aws_exports
 from pipeline.ingest.focus_files import ingest_focus_files
-from pipeline.ingest.gcp_bigquery import ingest_gcp_tables
 from pipeline.ingest.gcp_files import ingest_gcp_files
 from pipeline.run.events import Events
 from pipeline.run.invoices import check_invoice_currencies
@@ -88,16 +87,24 @@ def ingest(config: Config, events: Events, allow_shrink: Iterable[str] = ()) -> 
         *ingest_aws_exports(config, allow_shrink),
         *ingest_gcp_files(config, allow_shrink),
     ]
-    gcp = ingest_gcp_tables(config, allow_shrink=allow_shrink)  # nothing without gcp.tables
-    deliveries += [*gcp.deliveries, *ingest_focus_files(config, allow_shrink)]
+    gcp_manifest = None
+    if config.gcp.tables:
+        # imported only for a configured table: the BigQuery client takes about 0.75 CPU s to
+        # import, a quarter of a small bill's run
+        from pipeline.ingest.gcp_bigquery import ingest_gcp_tables
+
+        gcp = ingest_gcp_tables(config, allow_shrink=allow_shrink)
+        deliveries += gcp.deliveries
+        gcp_manifest = gcp.manifest()
+    deliveries += ingest_focus_files(config, allow_shrink)
     new = sum(item.new for item in deliveries)
     events.done("ingest", f"{len(deliveries)} deliveries, {new} new")
     record: dict[str, object] = {
         "deliveries": [delivery_record(item) for item in deliveries],
         "invoice_file": file_checksum(config.periods.invoice_file),
     }
-    if config.gcp.tables:
-        record["gcp"] = gcp.manifest()
+    if gcp_manifest is not None:
+        record["gcp"] = gcp_manifest
     return Ingested(deliveries, record)
 
 
