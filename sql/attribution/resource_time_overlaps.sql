@@ -246,7 +246,8 @@ several_holders as (
 
 sole_holders as (
     -- a window of one hour one interval alone holds: one holder, ranked first, with no group or
-    -- window function over it
+    -- window function over it; its list is built here, not in ranked_holders, which DuckDB stores
+    -- once for its two readers (the 4M windows of 10M lines through it: 6.8-7.1 CPU s against 6.1-6.8)
     select
         hour_overlaps.resource_id,
         hour_overlaps.charge_period_start,
