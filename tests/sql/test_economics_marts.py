@@ -523,3 +523,47 @@ def test_waste_findings_with_evidence(tmp_path):
             "medium",
         ),
     ]
+
+
+def test_stale_storage_names_the_experiment_only_when_one_held_it(tmp_path):
+    # ckpt-one: two attempts of experiment x; ckpt-two: attempts of x and y; both charged 9 days
+    # after the attempts ended (stale after 7)
+    attempts = [
+        {"attempt_id": "x1", "experiment_id": "x", "started_at": at(10), "ended_at": at(11)},
+        {"attempt_id": "x2", "experiment_id": "x", "started_at": at(12), "ended_at": at(13)},
+        {"attempt_id": "y1", "experiment_id": "y", "started_at": at(12), "ended_at": at(13)},
+    ]
+    resources = [
+        {"attempt_id": "x1", "resource_id": "ckpt-one"},
+        {"attempt_id": "x2", "resource_id": "ckpt-one"},
+        {"attempt_id": "x1", "resource_id": "ckpt-two"},
+        {"attempt_id": "y1", "resource_id": "ckpt-two"},
+    ]
+
+    def storage(resource: str) -> dict:
+        return cur_line(
+            line_item_unblended_cost=0.5,
+            line_item_product_code="AmazonS3",
+            line_item_resource_id=resource,
+            line_item_usage_type="TimedStorage-ByteHrs",
+            pricing_unit="GB-Mo",
+            line_item_usage_start_date=at(0, day=10),
+            line_item_usage_end_date=at(0, day=11),
+        )
+
+    con = build_economics(
+        tmp_path,
+        [storage("ckpt-one"), storage("ckpt-two")],
+        attempts,
+        resources,
+        config={"economics": {"stale_checkpoint_days": 7}},
+    )
+    rows = records(
+        con,
+        "select subject_id, experiment_id, effective_cost from marts.waste_findings "
+        "where finding_type = 'stale_checkpoint_storage' order by subject_id",
+    )
+    assert [tuple(row.values()) for row in rows] == [
+        ("ckpt-one", "x", D("0.5")),
+        ("ckpt-two", None, D("0.5")),
+    ]
