@@ -31,21 +31,20 @@ estimate_totals as (
 ),
 
 overlap_finality as (
-    -- the periods an attempt's run overlaps (its slices' periods are ranked in attempt_totals)
+    -- the periods an attempt's run overlaps (its slices' periods are ranked in attempt_totals);
+    -- one row per attempt: they are the same periods under either model
     select
-        allocation_models.allocation_model,
         attempts.attempt_id,
         min(
             case billing_periods.period_status when 'open' then 1 when 'provisional' then 2 else 3 end
         ) as status_rank
     from attempts
-    cross join allocation_models
     inner join billing_periods
         on
             coalesce(attempts.provider, billing_periods.provider) = billing_periods.provider
             and attempts.started_at < billing_periods.billing_period_end
             and coalesce(attempts.ended_at, attempts.started_at) >= billing_periods.billing_period_start
-    group by allocation_models.allocation_model, attempts.attempt_id
+    group by attempts.attempt_id
 ),
 
 slice_totals as (
@@ -144,10 +143,7 @@ final as (
             attempts.attempt_id = attempt_totals.attempt_id
             and allocation_models.allocation_model = attempt_totals.allocation_model
     left join estimate_totals on attempts.attempt_id = estimate_totals.attempt_id
-    left join overlap_finality
-        on
-            attempts.attempt_id = overlap_finality.attempt_id
-            and allocation_models.allocation_model = overlap_finality.allocation_model
+    left join overlap_finality on attempts.attempt_id = overlap_finality.attempt_id
 )
 
 select * from final
