@@ -424,6 +424,19 @@ def test_tco_breakdown_categories_and_goodput_uplift(tmp_path):
     ]
 
 
+def checkpoint_storage(resource: str, cost: float) -> dict:
+    """A day of S3 storage of a checkpoint resource, on October 10."""
+    return cur_line(
+        line_item_unblended_cost=cost,
+        line_item_product_code="AmazonS3",
+        line_item_resource_id=resource,
+        line_item_usage_type="TimedStorage-ByteHrs",
+        pricing_unit="GB-Mo",
+        line_item_usage_start_date=at(0, day=10),
+        line_item_usage_end_date=at(0, day=11),
+    )
+
+
 def test_waste_findings_with_evidence(tmp_path):
     attempts = [
         {
@@ -473,15 +486,7 @@ def test_waste_findings_with_evidence(tmp_path):
         instance("i-1", 10, 2.0),
         instance("i-1", 11, 2.0),  # 4, 5: 11-12 billed, no attempt
         instance("i-dev", 10, 1.0),  # 6: never in telemetry
-        cur_line(
-            line_item_unblended_cost=0.7,
-            line_item_product_code="AmazonS3",
-            line_item_resource_id="ckpt",
-            line_item_usage_type="TimedStorage-ByteHrs",
-            pricing_unit="GB-Mo",
-            line_item_usage_start_date=at(0, day=10),
-            line_item_usage_end_date=at(0, day=11),
-        ),  # 7: 9 days after w1 ended
+        checkpoint_storage("ckpt", 0.7),  # 7: 9 days after w1 ended
         # 8-10: a vol- resource whose usage type no finding reads is a volume by its id alone
         *(volume(hour, "vol-2", "EBS:FastSnapshotRestore", 0.2) for hour in (10, 11, 12)),
     ]
@@ -540,20 +545,9 @@ def test_stale_storage_names_the_experiment_only_when_one_held_it(tmp_path):
         {"attempt_id": "y1", "resource_id": "ckpt-two"},
     ]
 
-    def storage(resource: str) -> dict:
-        return cur_line(
-            line_item_unblended_cost=0.5,
-            line_item_product_code="AmazonS3",
-            line_item_resource_id=resource,
-            line_item_usage_type="TimedStorage-ByteHrs",
-            pricing_unit="GB-Mo",
-            line_item_usage_start_date=at(0, day=10),
-            line_item_usage_end_date=at(0, day=11),
-        )
-
     con = build_economics(
         tmp_path,
-        [storage("ckpt-one"), storage("ckpt-two")],
+        [checkpoint_storage("ckpt-one", 0.5), checkpoint_storage("ckpt-two", 0.5)],
         attempts,
         resources,
         config={"economics": {"stale_checkpoint_days": 7}},
