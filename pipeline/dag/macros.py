@@ -121,11 +121,16 @@ IN_ALLOCATION_MODEL = Macro(
     "({allocation_models} in ('both', {allocation_model}))",
 )
 
-# A cost line's profile: the text columns with few values in a bill (its category, service,
-# usage type, account names, delivery, ...), which normalized.cost_line_profiles stores once per
-# distinct combination and normalized.cost_line_facts names by a 64-bit key; the ledger keys
-# (provider, account, period, currency), the resource, its name and the tags stay with the line.
+# A cost line's profile: the text columns with few values in a bill (its provider, account and
+# currency, category, service, usage type, account names, delivery, ...), which
+# normalized.cost_line_profiles stores once per distinct combination and normalized.cost_line_facts
+# names by a 64-bit key; the billing period (the published tables' folder), the resource, its name
+# and the tags stay with the line. Three of the four ledger keys are the profile's (contract version
+# 4): no per-line table stores them (docs/performance.md, session 30).
 PROFILE_COLUMNS = (
+    "provider",
+    "billing_account_id",
+    "billing_currency",
     "source_delivery",
     "source_file",
     "billing_account_name",
@@ -171,6 +176,16 @@ LINE_PROFILE_COLUMNS = Macro(
     relations=("relation",),
 )
 
+# The profile columns staging.focus_line_profiles computes from a FOCUS file's own columns (the
+# provider from provider_name); a FOCUS profile's other columns are the file's.
+_FOCUS_COMPUTED = (
+    "provider",
+    "provider_line_type",
+    "instance_type",
+    "resource_class",
+    "source_format",
+)
+
 # What each source's profile columns are computed from: the source columns (and the few per-line
 # tests, such as a Google Cloud adjustment's sign) its staging.<source>_line_profiles view reads, as
 # names or (name, expression over the line items' alias). A line's profile key hashes these, not the
@@ -179,6 +194,8 @@ LINE_PROFILE_COLUMNS = Macro(
 # s less at 10M lines, docs/performance.md, session 18).
 PROFILE_SOURCES = {
     "aws": (
+        "payer_account_id",
+        "currency_code",
         "source_delivery",
         "source_file",
         "payer_account_name",
@@ -204,6 +221,8 @@ PROFILE_SOURCES = {
         "product_family",
     ),
     "gcp": (
+        "billing_account_id",
+        "currency",
         "source_delivery",
         "source_file",
         "project_id",
@@ -228,13 +247,9 @@ PROFILE_SOURCES = {
         ("is_credit_like", "{relation}.cost <= 0"),
         ("has_committed_use_discount", "{relation}.credit_committed_usage_discount <> 0"),
     ),
-    # a FOCUS file carries the profile's columns under their own names, but the four its view
-    # computes (staging.focus_line_profiles)
-    "focus": tuple(
-        column
-        for column in PROFILE_COLUMNS
-        if column not in ("provider_line_type", "instance_type", "resource_class", "source_format")
-    ),
+    # a FOCUS file carries the profile's columns under their own names, but the five its view
+    # computes (staging.focus_line_profiles; the provider from provider_name)
+    "focus": tuple(column for column in PROFILE_COLUMNS if column not in _FOCUS_COMPUTED),
 }
 
 

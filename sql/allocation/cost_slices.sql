@@ -5,16 +5,21 @@
 -- attributed slices are not copied into a third table, which cost about 9 CPU s at 10M lines, docs/performance.md)
 -- allocation_models is 'both' (attributed slices, and a rest no pool takes), 'marginal' or 'fully_loaded';
 -- allocation.model_slices expands it. Only the line's ledger keys are carried (provider, account, period,
--- currency) and its profile's key (profile_key), from the attribution steps, never by a join on line_id: a mart
--- that reads a line's category, service or usage type joins the bill's few thousand profiles
--- (normalized.cost_line_profiles) on it, not the lines. allocation.cost_allocations adds the other dimensions
--- on read.
+-- currency) and its profile's key (profile_key), never by a join on line_id: the stored slices carry the period
+-- and the key, and the other ledger keys are the profile's, read from the bill's few thousand profiles
+-- (normalized.cost_line_profiles) as the slices are read (contract version 4). A mart that reads a line's
+-- category, service or usage type joins the profiles on profile_key too, not the lines.
+-- allocation.cost_allocations adds the other dimensions on read.
 with line_attributions as (
     select * from attribution.line_attributions
 ),
 
 unattributed_slices as (
     select * from allocation.unattributed_slices
+),
+
+profiles as (
+    select * from normalized.cost_line_profiles
 ),
 
 attributed as (
@@ -29,16 +34,17 @@ attributed as (
         cast(null as varchar) as pool_name,
         cast(null as varchar) as unallocated_reason,
         line_attributions.share,
-        line_attributions.provider,
-        line_attributions.billing_account_id,
+        profiles.provider,
+        profiles.billing_account_id,
         line_attributions.billing_period,
-        line_attributions.billing_currency,
+        profiles.billing_currency,
         line_attributions.billed_cost,
         line_attributions.effective_cost,
         line_attributions.list_cost,
         line_attributions.net_cost,
         line_attributions.profile_key
     from line_attributions
+    left join profiles on line_attributions.profile_key = profiles.profile_key
 ),
 
 final as (

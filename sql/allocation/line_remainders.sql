@@ -103,10 +103,7 @@ rests as (
         cost_lines.charge_period_start,
         cost_lines.charge_period_end,
         cost_lines.effective_cost as line_effective_cost,
-        cost_lines.provider,
-        cost_lines.billing_account_id,
         cost_lines.billing_period,
-        cost_lines.billing_currency,
         cost_lines.profile_key,
         first_pools.pool_name
     from cost_lines
@@ -131,10 +128,7 @@ final as (
         rests.charge_period_start,
         rests.charge_period_end,
         rests.line_effective_cost,
-        rests.provider,
-        rests.billing_account_id,
         rests.billing_period,
-        rests.billing_currency,
         rests.profile_key,
         case when rests.unallocated_reason <> 'excluded_inference' then rests.pool_name end as pool_name
     from rests

@@ -89,10 +89,7 @@ final as (
             totals.net_parts,
             totals.net_part
         ) as net_cost,
-        totals.provider,
-        totals.billing_account_id,
         totals.billing_period,
-        totals.billing_currency,
         totals.profile_key
     from totals
 )

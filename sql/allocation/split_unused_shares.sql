@@ -17,10 +17,7 @@ cost_lines as (
         cost_lines.effective_cost,
         cost_lines.list_cost,
         cost_lines.net_cost,
-        cost_lines.provider,
-        cost_lines.billing_account_id,
         cost_lines.billing_period,
-        cost_lines.billing_currency,
         cost_lines.profile_key
     from attribution.unplaced_lines as cost_lines
 ),
@@ -66,10 +63,7 @@ idle as (
         split_cost_shares.experiment_id,
         split_cost_shares.unused_share as share,
         split_cost_shares.has_unplaced_pods,
-        cost_lines.provider,
-        cost_lines.billing_account_id,
         cost_lines.billing_period,
-        cost_lines.billing_currency,
         cost_lines.profile_key,
         remainders.billed_cost as rest_billed_cost,
         remainders.effective_cost as rest_effective_cost,
@@ -138,10 +132,7 @@ final as (
             totals.net_parts,
             totals.net_part
         ) as net_cost,
-        totals.provider,
-        totals.billing_account_id,
         totals.billing_period,
-        totals.billing_currency,
         totals.profile_key
     from totals
 )

@@ -6,8 +6,10 @@
 -- the rests and shares into one table cost about 6 CPU s at 10M lines, docs/performance.md, session 25)
 -- allocation_models is 'both' (a rest no pool takes), 'marginal' or 'fully_loaded'. With
 -- attribution.line_attributions (the attributed slices, 'both') it makes allocation.cost_slices: every slice of
--- every line, each stored once. Only the line's ledger keys are carried (provider, account, period, currency) and
--- its profile's key (profile_key), from the attribution steps, never by a join on line_id.
+-- every line, each stored once. The stored slices carry their line's billing period and its profile's key
+-- (profile_key), never joined to the lines on line_id; the other ledger keys (provider, account, currency) are the
+-- profile's, read here from the bill's few thousand profiles (normalized.cost_line_profiles) so that no per-line
+-- table stores them (contract version 4, docs/performance.md, session 30).
 with remainders as (
     select * from allocation.line_remainders
 ),
@@ -18,6 +20,10 @@ pool_shares as (
 
 idle_and_unspread_slices as (
     select * from allocation.idle_and_unspread_slices
+),
+
+profiles as (
+    select * from normalized.cost_line_profiles
 ),
 
 rests as (
@@ -34,10 +40,7 @@ rests as (
         cast(null as varchar) as pool_name,
         remainders.unallocated_reason,
         cast(null as double) as share,
-        remainders.provider,
-        remainders.billing_account_id,
         remainders.billing_period,
-        remainders.billing_currency,
         remainders.billed_cost,
         remainders.effective_cost,
         remainders.list_cost,
@@ -58,10 +61,7 @@ shared as (
         pool_shares.pool_name,
         cast(null as varchar) as unallocated_reason,
         pool_shares.share,
-        pool_shares.provider,
-        pool_shares.billing_account_id,
         pool_shares.billing_period,
-        pool_shares.billing_currency,
         pool_shares.billed_cost,
         pool_shares.effective_cost,
         pool_shares.list_cost,
@@ -70,12 +70,37 @@ shared as (
     from pool_shares
 ),
 
-final as (
+stored as (
     select * from rests
     union all
     select * from shared
     union all
     select * from idle_and_unspread_slices
+),
+
+final as (
+    select
+        stored.allocation_models,
+        stored.line_id,
+        stored.allocation_kind,
+        stored.attempt_id,
+        stored.experiment_id,
+        stored.attribution_method,
+        stored.confidence,
+        stored.pool_name,
+        stored.unallocated_reason,
+        stored.share,
+        profiles.provider,
+        profiles.billing_account_id,
+        stored.billing_period,
+        profiles.billing_currency,
+        stored.billed_cost,
+        stored.effective_cost,
+        stored.list_cost,
+        stored.net_cost,
+        stored.profile_key
+    from stored
+    left join profiles on stored.profile_key = profiles.profile_key
 )
 
 select * from final

@@ -24,10 +24,7 @@ with cost_lines as (
         cost_lines.effective_cost,
         cost_lines.list_cost,
         cost_lines.net_cost,
-        cost_lines.provider,
-        cost_lines.billing_account_id,
         cost_lines.billing_period,
-        cost_lines.billing_currency,
         cost_lines.profile_key
     from normalized.cost_line_facts as cost_lines
 ),
@@ -70,10 +67,7 @@ tag_slices as (
         cost_lines.effective_cost,
         cost_lines.list_cost,
         cost_lines.net_cost,
-        cost_lines.provider,
-        cost_lines.billing_account_id,
         cost_lines.billing_period,
-        cost_lines.billing_currency,
         cost_lines.profile_key
     from cost_lines
     inner join tag_matches on cost_lines.line_id = tag_matches.line_id
@@ -110,10 +104,7 @@ split_rounded as (
         cost_lines.effective_cost as line_effective_cost,
         cost_lines.list_cost as line_list_cost,
         cost_lines.net_cost as line_net_cost,
-        cost_lines.provider,
-        cost_lines.billing_account_id,
         cost_lines.billing_period,
-        cost_lines.billing_currency,
         cost_lines.profile_key,
         cast(cost_lines.billed_cost * split_parts.share as decimal(38, 10)) as billed_part,
         cast(cost_lines.effective_cost * split_parts.share as decimal(38, 10)) as effective_part,
@@ -162,10 +153,7 @@ held_parts as (
     select
         held_lines.line_id,
         held_lines.fully_attributed,
-        held_lines.provider,
-        held_lines.billing_account_id,
         held_lines.billing_period,
-        held_lines.billing_currency,
         held_lines.profile_key,
         held_lines.billed_cost,
         held_lines.effective_cost,
@@ -215,10 +203,7 @@ held_slices as (
     select
         held_sums.line_id,
         held_sums.fully_attributed,
-        held_sums.provider,
-        held_sums.billing_account_id,
         held_sums.billing_period,
-        held_sums.billing_currency,
         held_sums.profile_key,
         held_sums.billed_cost as line_billed_cost,
         held_sums.effective_cost as line_effective_cost,
@@ -254,10 +239,7 @@ rounded as (
         split_totals.effective_parts,
         split_totals.list_parts,
         split_totals.net_parts,
-        split_totals.provider,
-        split_totals.billing_account_id,
         split_totals.billing_period,
-        split_totals.billing_currency,
         split_totals.profile_key
     from split_totals
     union all
@@ -282,10 +264,7 @@ rounded as (
         held_slices.effective_parts,
         held_slices.list_parts,
         held_slices.net_parts,
-        held_slices.provider,
-        held_slices.billing_account_id,
         held_slices.billing_period,
-        held_slices.billing_currency,
         held_slices.profile_key
     from held_slices
 ),
@@ -325,10 +304,7 @@ shared_slices as (
             rounded.net_parts,
             rounded.net_part
         ) as net_cost,
-        rounded.provider,
-        rounded.billing_account_id,
         rounded.billing_period,
-        rounded.billing_currency,
         rounded.profile_key
     from rounded
 ),

@@ -29,10 +29,7 @@ final as (
         cost_lines.effective_cost,
         cost_lines.list_cost,
         cost_lines.net_cost,
-        cost_lines.provider,
-        cost_lines.billing_account_id,
         cost_lines.billing_period,
-        cost_lines.billing_currency,
         cost_lines.profile_key
     from cost_lines
     anti join wholly_placed on cost_lines.line_id = wholly_placed.line_id

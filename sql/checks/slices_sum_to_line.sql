@@ -1,19 +1,16 @@
 -- Every cost line is split whole, once, under each model: a line-weighted checksum of the slices equals the lines'.
--- grain: one row per (allocation_model, provider, billing_account_id, billing_period, billing_currency, profile_key)
--- that differs
+-- grain: one row per (allocation_model, billing_period, profile_key) that differs (the provider, account and currency
+-- are the profile's)
 -- A checksum, not a per-line comparison: a group-by on line_id is the largest hash table of a month at scale.
 -- On both sides each line's cost is weighted by w = 1 + abs(hash(line_id) % 1021), summed exactly in DECIMAL, in
--- every basis, per ledger, profile and model. It catches a slice lost, added, inflated or moved to another line,
--- and a slice carrying another profile_key than its line's (the marts would count it under another service or
--- category), unless another error cancels it exactly under the weights; it cannot see a line missing whose cost
--- is 0 in all four bases, nor two lines of equal weight and profile trading cost. The exact per-line comparisons
--- (tests/exact_checks.py) run in the test suite on every scenario world.
+-- every basis, per billing period, profile and model. It catches a slice lost, added, inflated or moved to another
+-- line, and a slice carrying another profile_key than its line's (the marts would count it under another account,
+-- currency, service or category), unless another error cancels it exactly under the weights; it cannot see a line
+-- missing whose cost is 0 in all four bases, nor two lines of equal weight and profile trading cost. The exact
+-- per-line comparisons (tests/exact_checks.py) run in the test suite on every scenario world.
 with cost_lines as (
     select
-        cost_lines.provider,
-        cost_lines.billing_account_id,
         cost_lines.billing_period,
-        cost_lines.billing_currency,
         cost_lines.profile_key,
         cast(1 + abs(hash(cost_lines.line_id) % 1021) as integer) as line_weight,
         cost_lines.billed_cost,
@@ -26,10 +23,7 @@ with cost_lines as (
 cost_slices as (
     select
         cost_slices.allocation_models,
-        cost_slices.provider,
-        cost_slices.billing_account_id,
         cost_slices.billing_period,
-        cost_slices.billing_currency,
         cost_slices.profile_key,
         cast(1 + abs(hash(cost_slices.line_id) % 1021) as integer) as line_weight,
         cost_slices.billed_cost,
@@ -45,10 +39,7 @@ allocation_models as (
 
 line_sums as (
     select
-        cost_lines.provider,
-        cost_lines.billing_account_id,
         cost_lines.billing_period,
-        cost_lines.billing_currency,
         cost_lines.profile_key,
         sum(cost_lines.billed_cost * cost_lines.line_weight) as billed_checksum,
         sum(cost_lines.effective_cost * cost_lines.line_weight) as effective_checksum,
@@ -56,10 +47,7 @@ line_sums as (
         sum(cost_lines.net_cost * cost_lines.line_weight) as net_checksum
     from cost_lines
     group by
-        cost_lines.provider,
-        cost_lines.billing_account_id,
         cost_lines.billing_period,
-        cost_lines.billing_currency,
         cost_lines.profile_key
 ),
 
@@ -67,10 +55,7 @@ stored_sums as (
     -- each stored slice weighed once, by the models it belongs to, before the models are expanded
     select
         cost_slices.allocation_models,
-        cost_slices.provider,
-        cost_slices.billing_account_id,
         cost_slices.billing_period,
-        cost_slices.billing_currency,
         cost_slices.profile_key,
         sum(cost_slices.billed_cost * cost_slices.line_weight) as billed_checksum,
         sum(cost_slices.effective_cost * cost_slices.line_weight) as effective_checksum,
@@ -79,20 +64,14 @@ stored_sums as (
     from cost_slices
     group by
         cost_slices.allocation_models,
-        cost_slices.provider,
-        cost_slices.billing_account_id,
         cost_slices.billing_period,
-        cost_slices.billing_currency,
         cost_slices.profile_key
 ),
 
 slice_sums as (
     select
         allocation_models.allocation_model,
-        stored_sums.provider,
-        stored_sums.billing_account_id,
         stored_sums.billing_period,
-        stored_sums.billing_currency,
         stored_sums.profile_key,
         sum(stored_sums.billed_checksum) as billed_checksum,
         sum(stored_sums.effective_checksum) as effective_checksum,
@@ -103,10 +82,7 @@ slice_sums as (
         on in_allocation_model(stored_sums.allocation_models, allocation_models.allocation_model)
     group by
         allocation_models.allocation_model,
-        stored_sums.provider,
-        stored_sums.billing_account_id,
         stored_sums.billing_period,
-        stored_sums.billing_currency,
         stored_sums.profile_key
 ),
 
@@ -121,10 +97,7 @@ expected as (
 final as (
     select
         coalesce(expected.allocation_model, slice_sums.allocation_model) as allocation_model,
-        coalesce(expected.provider, slice_sums.provider) as provider,
-        coalesce(expected.billing_account_id, slice_sums.billing_account_id) as billing_account_id,
         coalesce(expected.billing_period, slice_sums.billing_period) as billing_period,
-        coalesce(expected.billing_currency, slice_sums.billing_currency) as billing_currency,
         coalesce(expected.profile_key, slice_sums.profile_key) as profile_key,
         expected.billed_checksum as lines_billed_checksum,
         slice_sums.billed_checksum as slices_billed_checksum
@@ -132,10 +105,7 @@ final as (
     full outer join slice_sums
         on
             expected.allocation_model = slice_sums.allocation_model
-            and expected.provider = slice_sums.provider
-            and expected.billing_account_id is not distinct from slice_sums.billing_account_id
             and expected.billing_period is not distinct from slice_sums.billing_period
-            and expected.billing_currency is not distinct from slice_sums.billing_currency
             and expected.profile_key = slice_sums.profile_key
     where
         expected.allocation_model is null

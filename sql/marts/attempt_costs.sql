@@ -17,6 +17,10 @@ billing_periods as (
     select * from normalized.billing_periods
 ),
 
+profiles as (
+    select * from normalized.cost_line_profiles
+),
+
 cost_estimates as (
     select * from marts.cost_estimates
 ),
@@ -47,6 +51,20 @@ overlap_finality as (
     group by attempts.attempt_id
 ),
 
+profile_periods as (
+    -- each profile's periods with their status: a slice's provider and account are its profile's,
+    -- so the slices meet their periods on (profile_key, billing_period), not on the text keys
+    select
+        profiles.profile_key,
+        billing_periods.billing_period,
+        case billing_periods.period_status when 'open' then 1 when 'provisional' then 2 else 3 end as status_rank
+    from profiles
+    inner join billing_periods
+        on
+            profiles.provider = billing_periods.provider
+            and profiles.billing_account_id is not distinct from billing_periods.billing_account_id
+),
+
 slice_totals as (
     -- each stored slice summed once, by the models it belongs to, before the models are
     -- expanded: a slice of both models is not summed twice
@@ -66,15 +84,12 @@ slice_totals as (
         min(cost_slices.billing_currency) as billing_currency,
         count(*) as slices,
         -- the least final period among the slices' periods, in the same pass over the slices
-        min(
-            case billing_periods.period_status when 'open' then 1 when 'provisional' then 2 else 3 end
-        ) as status_rank
+        min(profile_periods.status_rank) as status_rank
     from cost_slices
-    left join billing_periods
+    left join profile_periods
         on
-            cost_slices.provider = billing_periods.provider
-            and cost_slices.billing_account_id is not distinct from billing_periods.billing_account_id
-            and cost_slices.billing_period = billing_periods.billing_period
+            cost_slices.profile_key = profile_periods.profile_key
+            and cost_slices.billing_period = profile_periods.billing_period
     where cost_slices.attempt_id is not null
     group by cost_slices.allocation_models, cost_slices.attempt_id
 ),

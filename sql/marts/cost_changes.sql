@@ -33,7 +33,7 @@ cost_lines as (
         cost_lines.billing_account_id,
         cost_lines.billing_period,
         cost_lines.charge_period_start
-    from normalized.cost_line_facts as cost_lines
+    from normalized.cost_lines as cost_lines
 ),
 
 allocation_models as (

@@ -9,7 +9,7 @@ pools as (
 ),
 
 cost_lines as (
-    select * from normalized.cost_line_facts
+    select * from normalized.cost_lines
 ),
 
 winners as (

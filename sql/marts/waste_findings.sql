@@ -53,9 +53,11 @@ settings as (
 ),
 
 usage_kinds as (
-    -- what each finding asks of a line's usage, per profile: the rules below read these flags
+    -- what each finding asks of a line's usage, per profile: the rules below read these flags (and the
+    -- line's currency, which is its profile's)
     select
         profiles.profile_key,
+        profiles.billing_currency,
         coalesce(profiles.usage_type like '%EBS:Volume%', false) as volume_usage,
         coalesce(
             profiles.usage_type like '%Usage:%'
@@ -89,7 +91,6 @@ unplaced_rests as (
         remainders.charge_period_start,
         remainders.charge_period_end,
         remainders.billing_period,
-        remainders.billing_currency,
         remainders.effective_cost,
         remainders.line_effective_cost,
         remainders.profile_key
@@ -102,7 +103,6 @@ unplaced_rests as (
         cost_lines.charge_period_start,
         cost_lines.charge_period_end,
         split_idle.billing_period,
-        split_idle.billing_currency,
         sum(split_idle.effective_cost) as effective_cost,
         cost_lines.effective_cost as line_effective_cost,
         split_idle.profile_key
@@ -114,7 +114,6 @@ unplaced_rests as (
         cost_lines.charge_period_start,
         cost_lines.charge_period_end,
         split_idle.billing_period,
-        split_idle.billing_currency,
         cost_lines.effective_cost,
         split_idle.profile_key
 ),
@@ -124,6 +123,7 @@ unplaced_lines as (
     -- any usage of a vol- resource (only the volume rule takes those)
     select
         unplaced_rests.*,
+        finding_usages.billing_currency,
         finding_usages.volume_usage,
         finding_usages.instance_usage,
         finding_usages.storage_usage

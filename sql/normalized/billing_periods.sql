@@ -39,30 +39,28 @@ delivery_times as (
 ),
 
 profile_lines as (
-    -- the lines summed per profile first: the delivery and the invoice are the profile's, so
-    -- the month's lines are never joined to their profiles
+    -- the lines summed per profile first: the provider, account, currency, delivery and invoice are
+    -- the profile's, so the month's lines are never joined to their profiles
     select
-        cost_line_facts.provider,
-        cost_line_facts.billing_account_id,
         cost_line_facts.billing_period,
         cost_line_facts.profile_key,
         min(cost_line_facts.billing_period_start) as billing_period_start,
         max(cost_line_facts.billing_period_end) as billing_period_end,
-        min(cost_line_facts.billing_currency) as billing_currency,
         count(*) as cost_lines,
         min(cost_line_facts.charge_period_start) as first_charge_period_start,
         max(cost_line_facts.charge_period_end) as last_charge_period_end,
         sum(cost_line_facts.billed_cost) as billed_cost
     from cost_line_facts
     group by
-        cost_line_facts.provider,
-        cost_line_facts.billing_account_id,
         cost_line_facts.billing_period,
         cost_line_facts.profile_key
 ),
 
 profile_sums as (
     select
+        profiles.provider,
+        profiles.billing_account_id,
+        profiles.billing_currency,
         profile_lines.*,
         profiles.source_delivery,
         profiles.invoice_id

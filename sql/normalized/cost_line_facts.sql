@@ -1,11 +1,11 @@
--- What is particular to each cost line: ledger keys, times, resource, quantities, money, tags, its profile's key.
+-- What is particular to each cost line: billing period, times, resource, quantities, money, tags, its profile's key.
 -- grain: one row per billed line item (line_id), every provider
 -- materialized: parquet (written once, as the published Parquet, and read by the build through normalized.cost_lines)
--- The text columns with few values in a bill (line_profile_columns: category, service, usage type, account names,
--- delivery, ...) are stored once per combination in normalized.cost_line_profiles and named here by profile_key:
--- encoding them on every line cost about half of this table's CPU, and computing them on every line to hash them
--- about 2 CPU s more at 10M lines (docs/performance.md), so the key hashes the source columns they are computed from.
--- normalized.cost_lines joins the two back into the whole line.
+-- The text columns with few values in a bill (line_profile_columns: provider, account and currency, category,
+-- service, usage type, account names, delivery, ...) are stored once per combination in normalized.cost_line_profiles
+-- and named here by profile_key: encoding them on every line cost about half of this table's CPU, and computing them
+-- on every line to hash them about 2 CPU s more at 10M lines (docs/performance.md), so the key hashes the source
+-- columns they are computed from. normalized.cost_lines joins the two back into the whole line.
 -- The attribution tags are read here, once, from the tags map with the configured keys, each source format under
 -- its own spelling: CUR lines under the CUR-normalized keys (attempt-id -> user_attempt_id), Google Cloud labels
 -- and FOCUS Tags under the keys exactly as configured.
@@ -20,9 +20,7 @@ attribution_settings as (
 final as (
     select
         provider_lines.line_id,
-        provider_lines.provider,
         provider_lines.source_line,
-        provider_lines.billing_account_id,
         provider_lines.billing_period,
         provider_lines.billing_period_start,
         provider_lines.billing_period_end,
@@ -31,7 +29,6 @@ final as (
         provider_lines.resource_id,
         provider_lines.consumed_quantity,
         provider_lines.usage_seconds,
-        provider_lines.billing_currency,
         provider_lines.billed_cost,
         provider_lines.effective_cost,
         provider_lines.list_cost,

@@ -15,11 +15,11 @@ profiles as (
 final as (
     select
         facts.line_id,
-        facts.provider,
+        profiles.provider,
         profiles.source_delivery,
         profiles.source_file,
         facts.source_line,
-        facts.billing_account_id,
+        profiles.billing_account_id,
         profiles.billing_account_name,
         profiles.sub_account_id,
         profiles.sub_account_name,
@@ -44,7 +44,7 @@ final as (
         profiles.resource_class,
         facts.consumed_quantity,
         facts.usage_seconds,
-        facts.billing_currency,
+        profiles.billing_currency,
         profiles.invoice_id,
         facts.billed_cost,
         facts.effective_cost,

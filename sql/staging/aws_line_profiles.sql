@@ -18,6 +18,9 @@ sources as (
 final as (
     select
         sources.profile_key,
+        'aws' as provider,
+        sources.payer_account_id as billing_account_id,
+        sources.currency_code as billing_currency,
         sources.source_delivery,
         sources.source_file,
         sources.payer_account_name as billing_account_name,

@@ -34,6 +34,9 @@ classified as (
 final as (
     select
         classified.profile_key,
+        lower(trim(classified.provider_name)) as provider,
+        classified.billing_account_id,
+        classified.billing_currency,
         classified.source_delivery,
         classified.source_file,
         classified.billing_account_name,

@@ -37,6 +37,9 @@ classified as (
 final as (
     select
         classified.profile_key,
+        'gcp' as provider,
+        classified.billing_account_id,
+        classified.currency as billing_currency,
         classified.source_delivery,
         classified.source_file,
         cast(null as varchar) as billing_account_name,

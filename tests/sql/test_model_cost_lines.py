@@ -386,6 +386,51 @@ def test_dimensions_and_provenance(build):
     assert second["source_line"] == 1
 
 
+def test_each_lines_account_and_currency_are_its_profiles(build):
+    """The provider, payer account and currency are stored once per profile (contract version 4):
+    two lines alike in every other profile source but their account or currency get a profile
+    each, and every table keeps each line's own, down to the reconciliation."""
+    con, report = build(
+        [
+            cur_line(line_item_unblended_cost=1.0),
+            cur_line(bill_payer_account_id="999999999999", line_item_unblended_cost=2.0),
+            cur_line(line_item_currency_code="EUR", line_item_unblended_cost=4.0),
+        ]
+    )
+
+    assert report.check_failures == []
+    assert [
+        (line["billing_account_id"], line["billing_currency"], line["billed_cost"])
+        for line in cost_lines(con)
+    ] == [
+        ("111111111111", "USD", Decimal(1)),
+        ("999999999999", "USD", Decimal(2)),
+        ("111111111111", "EUR", Decimal(4)),
+    ]
+    assert records(con, "select count(*) as n from normalized.cost_line_profiles")[0]["n"] == 3
+    unattributed = records(
+        con,
+        "select billing_account_id, billing_currency, sum(billed_cost) as billed "
+        "from allocation.cost_slices group by all order by all",
+    )
+    assert [tuple(row.values()) for row in unattributed] == [
+        ("111111111111", "EUR", Decimal(4)),
+        ("111111111111", "USD", Decimal(1)),
+        ("999999999999", "USD", Decimal(2)),
+    ]
+    reconciled = records(
+        con,
+        "select billing_account_id, billing_currency, bill_total, unallocated, difference "
+        "from marts.reconciliation where allocation_model = 'marginal' "
+        "and cost_basis = 'billed_cost' order by all",
+    )
+    assert [tuple(row.values()) for row in reconciled] == [
+        ("111111111111", "EUR", Decimal(4), Decimal(4), Decimal(0)),
+        ("111111111111", "USD", Decimal(1), Decimal(1), Decimal(0)),
+        ("999999999999", "USD", Decimal(2), Decimal(2), Decimal(0)),
+    ]
+
+
 def test_the_billing_period_is_the_deliverys(build):
     """A line's period is the BILLING_PERIOD its file was delivered under (2026-10 here), which
     ingest checks bill_billing_period_start_date against; a line without a start date keeps it."""

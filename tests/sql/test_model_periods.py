@@ -54,7 +54,7 @@ def test_aws_period_with_one_line_not_invoiced_is_not_final(build):
 def test_gcp_invoice_months_settle_after_gcp_settle_days(build, delivered, now, status):
     con, _report = build([cur_line()])
     # a GCP line: no invoice id until the invoice exists, billing_period = the invoice month
-    con.execute("update normalized.cost_line_facts set provider = 'gcp'")
+    con.execute("update normalized.cost_line_profiles set provider = 'gcp'")
     con.execute(
         "insert into raw.billing_deliveries values "
         "('gcp', 'billing-export', '2026-10', 'delivery-1', ?, ?, false)",
