@@ -29,11 +29,14 @@ cost_slices as (
 cost_lines as (
     select
         cost_lines.line_id,
-        cost_lines.provider,
-        cost_lines.billing_account_id,
         cost_lines.billing_period,
-        cost_lines.charge_period_start
-    from normalized.cost_lines as cost_lines
+        cost_lines.charge_period_start,
+        cost_lines.profile_key
+    from normalized.cost_line_facts as cost_lines
+),
+
+profiles as (
+    select * from normalized.cost_line_profiles
 ),
 
 allocation_models as (
@@ -118,6 +121,20 @@ period_changes as (
             and billing_periods.billing_period = previous_billing_periods.billing_period
 ),
 
+profile_changes as (
+    -- each profile's periods with how far the previous bill reached: a line's provider and account
+    -- are its profile's, so the lines and slices meet the periods on (profile_key, billing_period)
+    select
+        profiles.profile_key,
+        period_changes.billing_period,
+        period_changes.previous_billed_until
+    from profiles
+    inner join period_changes
+        on
+            profiles.provider = period_changes.provider
+            and profiles.billing_account_id is not distinct from period_changes.billing_account_id
+),
+
 global_changes as (
     select coalesce(max(case when period_changes.delivery_replaced then 1 else 0 end), 0) = 1 as any_delivery_replaced
     from period_changes
@@ -127,12 +144,11 @@ late_lines as (
     -- lines starting where the previous snapshot's bill stopped: the night's new hours, not the month
     select cost_lines.line_id
     from cost_lines
-    inner join period_changes
+    inner join profile_changes
         on
-            cost_lines.provider = period_changes.provider
-            and cost_lines.billing_account_id is not distinct from period_changes.billing_account_id
-            and cost_lines.billing_period = period_changes.billing_period
-    where cost_lines.charge_period_start >= period_changes.previous_billed_until
+            cost_lines.profile_key = profile_changes.profile_key
+            and cost_lines.billing_period = profile_changes.billing_period
+    where cost_lines.charge_period_start >= profile_changes.previous_billed_until
 ),
 
 stored_late_slices as (
@@ -144,15 +160,14 @@ stored_late_slices as (
         cost_slices.attempt_id,
         sum(cost_slices.billed_cost) as late_billed
     from cost_slices
-    inner join period_changes
+    inner join profile_changes
         on
-            cost_slices.provider = period_changes.provider
-            and cost_slices.billing_account_id is not distinct from period_changes.billing_account_id
-            and cost_slices.billing_period = period_changes.billing_period
+            cost_slices.profile_key = profile_changes.profile_key
+            and cost_slices.billing_period = profile_changes.billing_period
     where
         cost_slices.attempt_id is not null
         and (
-            period_changes.previous_billed_until is null
+            profile_changes.previous_billed_until is null
             or cost_slices.line_id in (select late_lines.line_id from late_lines)
         )
     group by cost_slices.allocation_models, cost_slices.attempt_id

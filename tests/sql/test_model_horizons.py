@@ -189,6 +189,23 @@ def test_gcp_estimates_are_replaced_by_the_bill_with_their_error(tmp_path) -> No
     ]  # fmt: skip
 
 
+def _previous_snapshot_with_todays_telemetry(con) -> None:
+    """A previous snapshot (run r1, today's settings) whose attempts and resources are today's."""
+    con.execute(
+        "insert into raw.previous_snapshot "
+        "select 'r1', now(), config_fingerprint from config.periods"
+    )
+    con.execute(
+        "insert into raw.previous_attempts select attempt_id, experiment_id, status, "
+        "instance_type, region, capacity_type, gpu_count, started_at, ended_at "
+        "from staging.attempts"
+    )
+    con.execute(
+        "insert into raw.previous_attempt_resources select attempt_id, resource_id, "
+        "started_at, ended_at, gpu_count from staging.attempt_resources"
+    )
+
+
 def test_an_estimate_repriced_by_a_restated_delivery_says_so(build) -> None:
     # i-1 (no attempt) shows g5.xlarge at 2.00 an hour; a1 runs on i-2, not billed yet: from the
     # account's horizon (11:00) to 14:00 at the bill's price. The previous snapshot priced the
@@ -209,19 +226,7 @@ def test_an_estimate_repriced_by_a_restated_delivery_says_so(build) -> None:
     assert records(con, "select price_source, estimated_cost from marts.cost_estimates") == [
         {"price_source": "billing", "estimated_cost": D(6)}
     ]
-    con.execute(
-        "insert into raw.previous_snapshot "
-        "select 'r1', now(), config_fingerprint from config.periods"
-    )
-    con.execute(
-        "insert into raw.previous_attempts select attempt_id, experiment_id, status, "
-        "instance_type, region, capacity_type, gpu_count, started_at, ended_at "
-        "from staging.attempts"
-    )
-    con.execute(
-        "insert into raw.previous_attempt_resources select attempt_id, resource_id, "
-        "started_at, ended_at, gpu_count from staging.attempt_resources"
-    )
+    _previous_snapshot_with_todays_telemetry(con)
     for model_name in ("marginal", "fully_loaded"):
         con.execute(
             "insert into raw.previous_attempt_costs values "
@@ -256,3 +261,54 @@ def test_an_estimate_repriced_by_a_restated_delivery_says_so(build) -> None:
         {"name": "e1", "previous_total": D("7.5"), "total": D(6), "change": D("-1.5"),
          "reasons": "restated_delivery"},
     ]  # fmt: skip
+
+
+def test_late_rows_are_each_accounts_own(build) -> None:
+    """A line is late against its own account's previous bill: two payer accounts share a
+    period, the previous snapshot's bill reached 12:00 for one and 11:00 for the other, and only
+    the second account's 11:00 line is late (the account is the line's profile's, contract v4)."""
+    tagged = {"line_item_usage_type": "BoxUsage:g5.xlarge", "pricing_public_on_demand_cost": 0.0}
+    lines = [
+        cur_line(line_item_resource_id="i-1", line_item_unblended_cost=2.0,
+                 resource_tags={"user_attempt_id": "a1"}, **tagged),
+        cur_line(line_item_resource_id="i-1", line_item_unblended_cost=2.0,
+                 line_item_usage_start_date=at(11), line_item_usage_end_date=at(12),
+                 resource_tags={"user_attempt_id": "a1"}, **tagged),
+        cur_line(bill_payer_account_id="999999999999", line_item_resource_id="i-2",
+                 line_item_unblended_cost=5.0, line_item_usage_start_date=at(11),
+                 line_item_usage_end_date=at(12), resource_tags={"user_attempt_id": "a2"},
+                 **tagged),
+    ]  # fmt: skip
+    attempts = [
+        {"attempt_id": name, "experiment_id": f"e{name[1]}", "started_at": at(10),
+         "ended_at": at(12)}
+        for name in ("a1", "a2")
+    ]  # fmt: skip
+    con, _report = build(lines, attempts)
+    set_clock(con, datetime(2026, 11, 1, tzinfo=UTC))
+    _previous_snapshot_with_todays_telemetry(con)
+    # a1 was billed 3 before (its hours were restated in place: not late); a2 was not billed
+    for model_name in ("marginal", "fully_loaded"):
+        con.execute(
+            "insert into raw.previous_attempt_costs values "
+            "('a1', 'e1', ?, 3, 0, 'billed', 'USD'), ('a2', 'e2', ?, 0, 0, 'billed', 'USD')",
+            [model_name, model_name],
+        )
+    # the same deliveries as now (none replaced); the bill reached 12:00 for the first account
+    # and 11:00 for the second
+    con.execute(
+        "insert into raw.previous_billing_periods select provider, billing_account_id, "
+        "billing_period, period_status, source_deliveries, last_charge_period_end, "
+        "case billing_account_id when '111111111111' then ? else ? end "
+        "from normalized.billing_periods",
+        [at(12), at(11)],
+    )
+    rebuild(con, "marts.cost_changes")
+    assert records(
+        con,
+        "select attempt_id, previous_total, total, reasons from marts.cost_changes "
+        "where allocation_model = 'marginal' and change_level = 'attempt' order by attempt_id",
+    ) == [
+        {"attempt_id": "a1", "previous_total": D(3), "total": D(4), "reasons": "new_telemetry"},
+        {"attempt_id": "a2", "previous_total": D(0), "total": D(5), "reasons": "late_rows"},
+    ]
