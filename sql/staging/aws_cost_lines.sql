@@ -1,8 +1,9 @@
 -- AWS CUR 2.0 line items as provider-neutral cost lines (FOCUS 1.2 meanings, the four cost bases, DECIMAL(38, 10)).
 -- grain: one row per billed line item (line_id); split-cost pod rows are excluded (they re-split instance rows)
 -- normalized.cost_lines unions this with the other providers' *_cost_lines views. Each line names its profile (the text
--- columns with few values: category, service, usage type, ...) by profile_key, a hash of the columns
--- staging.aws_line_profiles computes them from (aws_profile_key, pipeline/dag/macros.py), never computing them itself.
+-- columns with few values: provider, account, currency, category, service, usage type, ...) by profile_key, a hash of
+-- the columns staging.aws_line_profiles computes them from (aws_profile_key, pipeline/dag/macros.py), never computing
+-- them itself.
 with billed as (
     select * from staging.aws_billed_line_items
 ),
@@ -78,9 +79,7 @@ bases as (
 final as (
     select
         bases.line_id,
-        'aws' as provider,
         bases.source_line,
-        bases.payer_account_id as billing_account_id,
         bases.billing_period,
         bases.billing_period_start,
         bases.billing_period_end,
@@ -98,7 +97,6 @@ final as (
                 )
             else epoch(bases.usage_end) - epoch(bases.usage_start)
         end as usage_seconds,
-        bases.currency_code as billing_currency,
         cast(bases.billed_cost as decimal(38, 10)) as billed_cost,
         cast(bases.effective_cost as decimal(38, 10)) as effective_cost,
         cast(bases.list_cost as decimal(38, 10)) as list_cost,

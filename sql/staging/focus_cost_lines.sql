@@ -2,8 +2,8 @@
 -- grain: one row per FOCUS row (line_id)
 -- FOCUS already carries the four bases' meanings: BilledCost, EffectiveCost, ListCost; FOCUS has
 -- no net column, so net_cost is EffectiveCost. Rules for charge_category and resource_class: docs/focus.md. Each row
--- names its profile (the text columns with few values) by profile_key, a hash of the columns
--- staging.focus_line_profiles computes them from (focus_profile_key, pipeline/dag/macros.py).
+-- names its profile (the text columns with few values, its provider, account and currency too) by profile_key, a hash
+-- of the columns staging.focus_line_profiles computes them from (focus_profile_key, pipeline/dag/macros.py).
 with focus_line_items as (
     select * from staging.focus_line_items
 ),
@@ -19,9 +19,7 @@ classified as (
 final as (
     select
         classified.line_id,
-        lower(trim(classified.provider_name)) as provider,
         classified.source_line,
-        classified.billing_account_id,
         strftime(classified.billing_period_start, '%Y-%m') as billing_period,
         classified.billing_period_start,
         classified.billing_period_end,
@@ -39,7 +37,6 @@ final as (
                 )
             else epoch(classified.charge_period_end) - epoch(classified.charge_period_start)
         end as usage_seconds,
-        classified.billing_currency,
         classified.billed_cost,
         classified.effective_cost,
         classified.list_cost,

@@ -1,8 +1,8 @@
 -- Google Cloud billing export rows as provider-neutral cost lines (FOCUS 1.2 meanings, four cost bases, exact).
 -- grain: one row per export row (line_id); billing_period is the invoice month, never the usage month
 -- normalized.cost_lines unions this with the other providers' *_cost_lines views (docs/gcp.md). Each line names its
--- profile (the text columns with few values: category, service, resource class, ...) by profile_key, a hash of the
--- columns staging.gcp_line_profiles computes them from (gcp_profile_key, pipeline/dag/macros.py).
+-- profile (the text columns with few values: provider, account, currency, category, service, ...) by profile_key, a
+-- hash of the columns staging.gcp_line_profiles computes them from (gcp_profile_key, pipeline/dag/macros.py).
 with gcp_line_items as (
     select * from staging.gcp_billing_line_items
 ),
@@ -43,9 +43,7 @@ bases as (
 final as (
     select
         bases.line_id,
-        'gcp' as provider,
         bases.source_line,
-        bases.billing_account_id,
         substr(bases.invoice_month, 1, 4) || '-' || substr(bases.invoice_month, 5, 2) as billing_period,
         -- invoice months start at midnight Pacific time
         timezone(
@@ -74,7 +72,6 @@ final as (
                 )
             else epoch(bases.usage_end) - epoch(bases.usage_start)
         end as usage_seconds,
-        bases.currency as billing_currency,
         cast(bases.billed_cost as decimal(38, 10)) as billed_cost,
         cast(bases.effective_cost as decimal(38, 10)) as effective_cost,
         cast(bases.list_cost as decimal(38, 10)) as list_cost,
