@@ -99,6 +99,12 @@ IN_RESOURCE_PARTITION = Macro(
     f"and {_PARTITION_HASH} < {PARTITION} + 1))",
 )
 
+# A line's weight in the line-weighted checksums of checks.slices_sum_to_line: 1 to 1021 from its
+# id, the same on the lines' side (normalized.profile_line_sums) and the slices' side
+# (allocation.profile_slice_sums), so a slice moved to another line changes the checksum unless
+# the two lines weigh the same.
+LINE_WEIGHT = Macro("line_weight", ("line_id",), "cast(1 + abs(hash({line_id}) % 1021) as integer)")
+
 # A line's attribution tag: the first non-empty value in its tags map among the configured keys,
 # in their order (NULL when none has one).
 FIRST_TAG_VALUE = Macro(
@@ -304,6 +310,7 @@ MACROS = {
         IN_FIRST_PASS,
         FIRST_TAG_VALUE,
         IN_ALLOCATION_MODEL,
+        LINE_WEIGHT,
         LINE_PROFILE_COLUMNS,
         *PROFILE_MACROS,
         FOCUS_UNIT,

@@ -2,35 +2,20 @@
 -- grain: one row per (allocation_model, billing_period, profile_key) that differs (the provider, account and currency
 -- are the profile's)
 -- A checksum, not a per-line comparison: a group-by on line_id is the largest hash table of a month at scale.
--- On both sides each line's cost is weighted by w = 1 + abs(hash(line_id) % 1021), summed exactly in DECIMAL, in
--- every basis, per billing period, profile and model. It catches a slice lost, added, inflated or moved to another
+-- On both sides each line's cost is weighted by w = line_weight(line_id) (1 + abs(hash(line_id) % 1021)), summed
+-- exactly in DECIMAL, in every basis, per billing period, profile and model: the lines' sums are
+-- normalized.profile_line_sums', the slices' allocation.profile_slice_sums' (each read once for this check and the
+-- marts that sum them). It catches a slice lost, added, inflated or moved to another
 -- line, and a slice carrying another profile_key than its line's (the marts would count it under another account,
 -- currency, service or category), unless another error cancels it exactly under the weights; it cannot see a line
 -- missing whose cost is 0 in all four bases, nor two lines of equal weight and profile trading cost. The exact
 -- per-line comparisons (tests/exact_checks.py) run in the test suite on every scenario world.
-with cost_lines as (
-    select
-        cost_lines.billing_period,
-        cost_lines.profile_key,
-        cast(1 + abs(hash(cost_lines.line_id) % 1021) as integer) as line_weight,
-        cost_lines.billed_cost,
-        cost_lines.effective_cost,
-        cost_lines.list_cost,
-        cost_lines.net_cost
-    from normalized.cost_line_facts as cost_lines
+with profile_line_sums as (
+    select * from normalized.profile_line_sums
 ),
 
-cost_slices as (
-    select
-        cost_slices.allocation_models,
-        cost_slices.billing_period,
-        cost_slices.profile_key,
-        cast(1 + abs(hash(cost_slices.line_id) % 1021) as integer) as line_weight,
-        cost_slices.billed_cost,
-        cost_slices.effective_cost,
-        cost_slices.list_cost,
-        cost_slices.net_cost
-    from allocation.cost_slices as cost_slices
+profile_slice_sums as (
+    select * from allocation.profile_slice_sums
 ),
 
 allocation_models as (
@@ -39,33 +24,30 @@ allocation_models as (
 
 line_sums as (
     select
-        cost_lines.billing_period,
-        cost_lines.profile_key,
-        sum(cost_lines.billed_cost * cost_lines.line_weight) as billed_checksum,
-        sum(cost_lines.effective_cost * cost_lines.line_weight) as effective_checksum,
-        sum(cost_lines.list_cost * cost_lines.line_weight) as list_checksum,
-        sum(cost_lines.net_cost * cost_lines.line_weight) as net_checksum
-    from cost_lines
-    group by
-        cost_lines.billing_period,
-        cost_lines.profile_key
+        profile_line_sums.billing_period,
+        profile_line_sums.profile_key,
+        profile_line_sums.billed_checksum,
+        profile_line_sums.effective_checksum,
+        profile_line_sums.list_checksum,
+        profile_line_sums.net_checksum
+    from profile_line_sums
 ),
 
 stored_sums as (
     -- each stored slice weighed once, by the models it belongs to, before the models are expanded
     select
-        cost_slices.allocation_models,
-        cost_slices.billing_period,
-        cost_slices.profile_key,
-        sum(cost_slices.billed_cost * cost_slices.line_weight) as billed_checksum,
-        sum(cost_slices.effective_cost * cost_slices.line_weight) as effective_checksum,
-        sum(cost_slices.list_cost * cost_slices.line_weight) as list_checksum,
-        sum(cost_slices.net_cost * cost_slices.line_weight) as net_checksum
-    from cost_slices
+        profile_slice_sums.allocation_models,
+        profile_slice_sums.billing_period,
+        profile_slice_sums.profile_key,
+        sum(profile_slice_sums.billed_checksum) as billed_checksum,
+        sum(profile_slice_sums.effective_checksum) as effective_checksum,
+        sum(profile_slice_sums.list_checksum) as list_checksum,
+        sum(profile_slice_sums.net_checksum) as net_checksum
+    from profile_slice_sums
     group by
-        cost_slices.allocation_models,
-        cost_slices.billing_period,
-        cost_slices.profile_key
+        profile_slice_sums.allocation_models,
+        profile_slice_sums.billing_period,
+        profile_slice_sums.profile_key
 ),
 
 slice_sums as (

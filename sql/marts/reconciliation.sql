@@ -1,15 +1,15 @@
 -- The bill against what runcost placed: attributed + shared + unallocated per basis, and the difference (must be 0).
 -- grain: one row per (allocation_model, provider, billing_account_id, billing_period, billing_currency, cost_basis)
-with cost_line_facts as (
-    select * from normalized.cost_line_facts
+with profile_line_sums as (
+    select * from normalized.profile_line_sums
 ),
 
 profiles as (
     select * from normalized.cost_line_profiles
 ),
 
-cost_slices as (
-    select * from allocation.cost_slices
+profile_slice_sums as (
+    select * from allocation.profile_slice_sums
 ),
 
 billing_periods as (
@@ -21,20 +21,19 @@ allocation_models as (
 ),
 
 profile_bills as (
-    -- sum each basis first, then unpivot the few sums: unnesting every line into four rows
-    -- before grouping made the mart cost four passes over the bill. The lines are summed per
-    -- period and profile, then the few sums per ledger: the provider, account, currency and
-    -- invoice are the profile's, and a group-by on a 64-bit key costs less than on the text keys
+    -- the lines summed per period and profile (normalized.profile_line_sums), then the few sums
+    -- per ledger: the provider, account, currency and invoice are the profile's, and the sums are
+    -- unpivoted into bases after grouping (unnesting every line into four rows before grouping
+    -- made the mart cost four passes over the bill)
     select
-        cost_line_facts.billing_period,
-        cost_line_facts.profile_key,
-        count(*) as cost_lines,
-        sum(cost_line_facts.billed_cost) as billed_cost,
-        sum(cost_line_facts.effective_cost) as effective_cost,
-        sum(cost_line_facts.list_cost) as list_cost,
-        sum(cost_line_facts.net_cost) as net_cost
-    from cost_line_facts
-    group by cost_line_facts.billing_period, cost_line_facts.profile_key
+        profile_line_sums.billing_period,
+        profile_line_sums.profile_key,
+        profile_line_sums.cost_lines,
+        profile_line_sums.billed_cost,
+        profile_line_sums.effective_cost,
+        profile_line_sums.list_cost,
+        profile_line_sums.net_cost
+    from profile_line_sums
 ),
 
 bill_sums as (
@@ -89,23 +88,23 @@ bill as (
 ),
 
 profile_slices as (
-    -- each stored slice summed once, by the models it belongs to, before the models are expanded,
-    -- per period and profile as the lines are
+    -- each stored slice summed once, by the models it belongs to, per period, profile and kind
+    -- (allocation.profile_slice_sums), before the models are expanded
     select
-        cost_slices.allocation_models,
-        cost_slices.billing_period,
-        cost_slices.profile_key,
-        cost_slices.allocation_kind,
-        sum(cost_slices.billed_cost) as billed_cost,
-        sum(cost_slices.effective_cost) as effective_cost,
-        sum(cost_slices.list_cost) as list_cost,
-        sum(cost_slices.net_cost) as net_cost
-    from cost_slices
+        profile_slice_sums.allocation_models,
+        profile_slice_sums.billing_period,
+        profile_slice_sums.profile_key,
+        profile_slice_sums.allocation_kind,
+        sum(profile_slice_sums.billed_cost) as billed_cost,
+        sum(profile_slice_sums.effective_cost) as effective_cost,
+        sum(profile_slice_sums.list_cost) as list_cost,
+        sum(profile_slice_sums.net_cost) as net_cost
+    from profile_slice_sums
     group by
-        cost_slices.allocation_models,
-        cost_slices.billing_period,
-        cost_slices.profile_key,
-        cost_slices.allocation_kind
+        profile_slice_sums.allocation_models,
+        profile_slice_sums.billing_period,
+        profile_slice_sums.profile_key,
+        profile_slice_sums.allocation_kind
 ),
 
 stored_sums as (

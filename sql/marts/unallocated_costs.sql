@@ -1,12 +1,14 @@
 -- Cost no attempt, experiment or pool took, by why, in the four bases.
 -- grain: one row per (allocation_model, provider, billing_period, billing_currency, unallocated_reason, service_name)
-with cost_slices as (
-    select * from allocation.cost_slices
+with profile_slice_sums as (
+    select * from allocation.profile_slice_sums
 ),
 
 profiles as (
     select
         profiles.profile_key,
+        profiles.provider,
+        profiles.billing_currency,
         profiles.service_name
     from normalized.cost_line_profiles as profiles
 ),
@@ -16,30 +18,30 @@ allocation_models as (
 ),
 
 stored_sums as (
-    -- each stored slice once, by the models it belongs to, before the models are expanded: a
-    -- rest no pool takes is one slice of both models, joined once to its line's profile (the
-    -- service is a profile column: the join holds the bill's profiles, not its lines)
+    -- the stored slices summed once, by the models they belong to, per period, profile and
+    -- reason (allocation.profile_slice_sums), before the models are expanded: a rest no pool takes
+    -- is one slice of both models. The provider, currency and service are the profile's.
     select
-        cost_slices.allocation_models,
-        cost_slices.provider,
-        cost_slices.billing_period,
-        cost_slices.billing_currency,
-        cost_slices.unallocated_reason,
+        profile_slice_sums.allocation_models,
+        profiles.provider,
+        profile_slice_sums.billing_period,
+        profiles.billing_currency,
+        profile_slice_sums.unallocated_reason,
         profiles.service_name,
-        count(*) as cost_lines,
-        sum(cost_slices.billed_cost) as billed_cost,
-        sum(cost_slices.effective_cost) as effective_cost,
-        sum(cost_slices.list_cost) as list_cost,
-        sum(cost_slices.net_cost) as net_cost
-    from cost_slices
-    inner join profiles on cost_slices.profile_key = profiles.profile_key
-    where cost_slices.allocation_kind = 'unallocated'
+        sum(profile_slice_sums.cost_slices) as cost_lines,
+        sum(profile_slice_sums.billed_cost) as billed_cost,
+        sum(profile_slice_sums.effective_cost) as effective_cost,
+        sum(profile_slice_sums.list_cost) as list_cost,
+        sum(profile_slice_sums.net_cost) as net_cost
+    from profile_slice_sums
+    inner join profiles on profile_slice_sums.profile_key = profiles.profile_key
+    where profile_slice_sums.allocation_kind = 'unallocated'
     group by
-        cost_slices.allocation_models,
-        cost_slices.provider,
-        cost_slices.billing_period,
-        cost_slices.billing_currency,
-        cost_slices.unallocated_reason,
+        profile_slice_sums.allocation_models,
+        profiles.provider,
+        profile_slice_sums.billing_period,
+        profiles.billing_currency,
+        profile_slice_sums.unallocated_reason,
         profiles.service_name
 ),
 

@@ -5,8 +5,8 @@
 -- no delivery arrived for config.periods.gcp_settle_days days; before that the same as AWS.
 -- Join any cost row to it on (provider, billing_account_id, billing_period). usage_until is how far
 -- its usage lines reach (normalized.usage_horizons); last_charge_period_end counts month-long lines too.
-with cost_line_facts as (
-    select * from normalized.cost_line_facts
+with profile_line_sums as (
+    select * from normalized.profile_line_sums
 ),
 
 profiles as (
@@ -39,21 +39,19 @@ delivery_times as (
 ),
 
 profile_lines as (
-    -- the lines summed per profile first: the provider, account, currency, delivery and invoice are
-    -- the profile's, so the month's lines are never joined to their profiles
+    -- the lines summed per period and profile (normalized.profile_line_sums): the provider, account,
+    -- currency, delivery and invoice are the profile's, so the month's lines are never joined to
+    -- their profiles
     select
-        cost_line_facts.billing_period,
-        cost_line_facts.profile_key,
-        min(cost_line_facts.billing_period_start) as billing_period_start,
-        max(cost_line_facts.billing_period_end) as billing_period_end,
-        count(*) as cost_lines,
-        min(cost_line_facts.charge_period_start) as first_charge_period_start,
-        max(cost_line_facts.charge_period_end) as last_charge_period_end,
-        sum(cost_line_facts.billed_cost) as billed_cost
-    from cost_line_facts
-    group by
-        cost_line_facts.billing_period,
-        cost_line_facts.profile_key
+        profile_line_sums.billing_period,
+        profile_line_sums.profile_key,
+        profile_line_sums.billing_period_start,
+        profile_line_sums.billing_period_end,
+        profile_line_sums.cost_lines,
+        profile_line_sums.first_charge_period_start,
+        profile_line_sums.last_charge_period_end,
+        profile_line_sums.billed_cost
+    from profile_line_sums
 ),
 
 profile_sums as (
