@@ -253,6 +253,33 @@ def test_the_first_tag_rule_is_written_once() -> None:
     assert copies == []
 
 
+# the plain rule first_tag_value must equal: every configured key looked up, the first non-empty
+_FIRST_TAG_RULE = (
+    "list_filter(list_transform(t.k, lambda tag_key: t.m[tag_key]), "
+    "lambda tag_value: coalesce(tag_value, '') <> '')[1]"
+)
+
+
+@pytest.mark.parametrize(
+    "keys", ["['a']", "['b']", "['a', 'b']", "['b', 'a']", "['z', 'c', 'b']", "[]", "NULL"]
+)
+def test_the_first_tag_equals_every_key_looked_up(keys: str) -> None:
+    """The first key's fast path gives what looking up every key gives: one key or several, a
+    key with an empty value, no key in the map, no keys configured, no tags."""
+    con = duckdb.connect()
+    con.execute(
+        "create table t as select m, cast("
+        + keys
+        + " as varchar[]) as k from (values (map {'a': 'x', 'b': 'y'}), (map {'a': '', 'b': 'y'}), "
+        "(map {'c': 'w'}), (map {'b': ''}), (cast(map {} as map(varchar, varchar))), "
+        "(cast(null as map(varchar, varchar)))) as rows (m)"
+    )
+    macro = expand_macros("first_tag_value(t.m, t.k)", "x")
+    got = con.execute(f"select {macro}, {_FIRST_TAG_RULE} from t").fetchall()
+    assert [fast for fast, _ in got] == [rule for _, rule in got]
+    assert len(got) == 6
+
+
 # the plain rule the macro must equal: a DOUBLE's shortest text parsed as DECIMAL(38, 10)
 _TEXT_CAST = "cast(cast(x as varchar) as decimal(38, 10))"
 
