@@ -20,40 +20,28 @@ allocation_models as (
     select unnest(['marginal', 'fully_loaded']) as allocation_model
 ),
 
-profile_bills as (
-    -- the lines summed per period and profile (normalized.profile_line_sums), then the few sums
-    -- per ledger: the provider, account, currency and invoice are the profile's, and the sums are
-    -- unpivoted into bases after grouping (unnesting every line into four rows before grouping
-    -- made the mart cost four passes over the bill)
-    select
-        profile_line_sums.billing_period,
-        profile_line_sums.profile_key,
-        profile_line_sums.cost_lines,
-        profile_line_sums.billed_cost,
-        profile_line_sums.effective_cost,
-        profile_line_sums.list_cost,
-        profile_line_sums.net_cost
-    from profile_line_sums
-),
-
 bill_sums as (
+    -- the lines' sums per period and profile (normalized.profile_line_sums), summed per ledger: the
+    -- provider, account, currency and invoice are the profile's; the few sums are unpivoted into
+    -- bases after grouping (unnesting every line into four rows before grouping made the mart cost
+    -- four passes over the bill)
     select
         profiles.provider,
         profiles.billing_account_id,
-        profile_bills.billing_period,
+        profile_line_sums.billing_period,
         profiles.billing_currency,
-        cast(sum(profile_bills.cost_lines) as bigint) as cost_lines,
+        cast(sum(profile_line_sums.cost_lines) as bigint) as cost_lines,
         bool_and(profiles.invoice_id is not null) as invoiced,
-        sum(profile_bills.billed_cost) as billed_cost,
-        sum(profile_bills.effective_cost) as effective_cost,
-        sum(profile_bills.list_cost) as list_cost,
-        sum(profile_bills.net_cost) as net_cost
-    from profile_bills
-    inner join profiles on profile_bills.profile_key = profiles.profile_key
+        sum(profile_line_sums.billed_cost) as billed_cost,
+        sum(profile_line_sums.effective_cost) as effective_cost,
+        sum(profile_line_sums.list_cost) as list_cost,
+        sum(profile_line_sums.net_cost) as net_cost
+    from profile_line_sums
+    inner join profiles on profile_line_sums.profile_key = profiles.profile_key
     group by
         profiles.provider,
         profiles.billing_account_id,
-        profile_bills.billing_period,
+        profile_line_sums.billing_period,
         profiles.billing_currency
 ),
 
@@ -87,47 +75,30 @@ bill as (
     from bill_bases
 ),
 
-profile_slices as (
-    -- each stored slice summed once, by the models it belongs to, per period, profile and kind
-    -- (allocation.profile_slice_sums), before the models are expanded
+stored_sums as (
+    -- the stored slices' sums per model set, period, profile and kind (allocation.profile_slice_sums:
+    -- each slice summed once, by the models it belongs to), summed per ledger before the models are
+    -- expanded
     select
         profile_slice_sums.allocation_models,
+        profiles.provider,
+        profiles.billing_account_id,
         profile_slice_sums.billing_period,
-        profile_slice_sums.profile_key,
+        profiles.billing_currency,
         profile_slice_sums.allocation_kind,
         sum(profile_slice_sums.billed_cost) as billed_cost,
         sum(profile_slice_sums.effective_cost) as effective_cost,
         sum(profile_slice_sums.list_cost) as list_cost,
         sum(profile_slice_sums.net_cost) as net_cost
     from profile_slice_sums
+    left join profiles on profile_slice_sums.profile_key = profiles.profile_key
     group by
         profile_slice_sums.allocation_models,
+        profiles.provider,
+        profiles.billing_account_id,
         profile_slice_sums.billing_period,
-        profile_slice_sums.profile_key,
+        profiles.billing_currency,
         profile_slice_sums.allocation_kind
-),
-
-stored_sums as (
-    select
-        profile_slices.allocation_models,
-        profiles.provider,
-        profiles.billing_account_id,
-        profile_slices.billing_period,
-        profiles.billing_currency,
-        profile_slices.allocation_kind,
-        sum(profile_slices.billed_cost) as billed_cost,
-        sum(profile_slices.effective_cost) as effective_cost,
-        sum(profile_slices.list_cost) as list_cost,
-        sum(profile_slices.net_cost) as net_cost
-    from profile_slices
-    left join profiles on profile_slices.profile_key = profiles.profile_key
-    group by
-        profile_slices.allocation_models,
-        profiles.provider,
-        profiles.billing_account_id,
-        profile_slices.billing_period,
-        profiles.billing_currency,
-        profile_slices.allocation_kind
 ),
 
 kind_sums as (
