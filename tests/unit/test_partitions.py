@@ -101,9 +101,10 @@ def test_memory_as_duckdb_reports_it() -> None:
 def test_the_count_follows_lines_per_memory() -> None:
     gib = 2**30
     assert partitions_for(10_000_000, int(3.7 * gib)) == 1  # 10M lines at memory_limit=4GB
-    assert partitions_for(10_000_000, int(1.4 * gib)) == 2  # at 1536MB
-    assert partitions_for(50_000_000, int(3.7 * gib)) == 4
-    assert partitions_for(100_000_000, int(3.7 * gib)) == 8
+    assert partitions_for(10_000_000, int(1.4 * gib)) == 1  # at 1536MB
+    assert partitions_for(10_000_000, int(0.7 * gib)) == 2  # at 768MB
+    assert partitions_for(50_000_000, int(3.7 * gib)) == 2
+    assert partitions_for(100_000_000, int(3.7 * gib)) == 4
     assert partitions_for(0, gib) == partitions_for(10**9, None) == 1
     assert partitions_for(10**12, gib) == 64
 
