@@ -273,17 +273,20 @@ def _sources(source: str) -> list[tuple[str, str]]:
     ]
 
 
-def _profile_macros(source: str) -> tuple[Macro, Macro]:
+def _profile_macros(source: str) -> tuple[Macro, Macro, Macro]:
     """`<source>_profile_key(relation)`: a line's profile key, a 64-bit hash of its profile sources
     (63 bits, a BIGINT on both engines; Spark's is xxhash64, so the values are the engine's own),
     led by the source's name so no two sources share a key; `<source>_profile_sources(relation)`:
-    the same sources under their names, for the select list of the profiles view."""
+    the same sources under their names, for the select list of the profiles view; and
+    `<source>_sources_profile_key(relation)`: the same key over a relation of those named sources
+    (the profiles view's distinct combinations), equal to the key of every line that has them."""
     items = _sources(source)
     hashed = ", ".join(expression for _, expression in items)
     listed = ", ".join(
         expression if expression == f"{{relation}}.{name}" else f"{expression} as {name}"
         for name, expression in items
     )
+    named = ", ".join(f"{{relation}}.{name}" for name, _ in items)
     return (
         Macro(
             f"{source}_profile_key",
@@ -292,6 +295,12 @@ def _profile_macros(source: str) -> tuple[Macro, Macro]:
             relations=("relation",),
         ),
         Macro(f"{source}_profile_sources", ("relation",), listed, relations=("relation",)),
+        Macro(
+            f"{source}_sources_profile_key",
+            ("relation",),
+            f"cast(hash('{source}', {named}) >> 1 as bigint)",
+            relations=("relation",),
+        ),
     )
 
 

@@ -8,11 +8,18 @@ with focus_line_items as (
     select * from staging.focus_line_items
 ),
 
-sources as (
-    select distinct
-        focus_profile_key(focus_line_items) as profile_key,  -- noqa: RF02
-        focus_profile_sources(focus_line_items)  -- noqa: AL03
+distinct_sources as (
+    -- each combination once, then its key: hashing the sources of every line cost 0.4 CPU s more
+    -- at 10M lines (docs/performance.md, session 32)
+    select distinct focus_profile_sources(focus_line_items)  -- noqa: AL03
     from focus_line_items
+),
+
+sources as (
+    select
+        focus_sources_profile_key(distinct_sources) as profile_key,  -- noqa: RF02
+        distinct_sources.*
+    from distinct_sources
 ),
 
 classified as (

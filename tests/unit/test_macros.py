@@ -198,14 +198,46 @@ def test_profiles_whose_sources_differ_in_one_column_or_a_null_get_other_keys() 
 
 def test_a_profile_is_computed_from_its_sources_alone() -> None:
     """Each *_line_profiles view reads its line items only in the distinct sources, so a profile
-    column cannot read a column the lines' key leaves out (it would not bind)."""
+    column cannot read a column the lines' key leaves out (it would not bind), and keys each
+    distinct combination by the key of the lines' sources."""
     models = {model.qualified: model for model in discover()}
     for source in PROFILE_SOURCES:
         sql = models[f"staging.{source}_line_profiles"].sql
         lines = f"{source}_line_items" if source != "aws" else "billed"
-        assert f"select distinct\n        cast(hash('{source}', {lines}." in sql
+        listed = expand_macros(f"{source}_profile_sources({lines})", "x")
+        assert f"select distinct {listed}  -- noqa: AL03\n    from {lines}\n)," in sql, source
         after_sources = sql.split(f"    from {lines}\n),", 1)[1]
         assert f"{lines}." not in after_sources, source
+        key = expand_macros(f"{source}_sources_profile_key(distinct_sources)", "x")
+        assert f"{key} as profile_key" in after_sources, source
+
+
+@pytest.mark.parametrize("source", sorted(PROFILE_SOURCES))
+def test_the_key_of_a_combination_is_the_key_of_its_lines(source: str) -> None:
+    """The profiles view hashes each distinct combination of sources; the lines hash their own
+    sources (some of them expressions, such as a Google Cloud system label): the same key."""
+    con = duckdb.connect()
+    con.execute("create table lines (system_labels map(varchar, varchar), cost double)")
+    columns = [item for item in PROFILE_SOURCES[source] if isinstance(item, str)]
+    for column in columns:
+        con.execute(f"alter table lines add column {column} varchar")
+    labels = "map {'compute.googleapis.com/machine_spec': 'a2-highgpu-1g'}"
+    con.execute(
+        f"insert into lines by name select {labels} as system_labels, 1.5 as cost, "
+        + ", ".join(f"'v{index}' as {column}" for index, column in enumerate(columns))
+    )
+    con.execute("insert into lines (cost) values (-2.0)")  # every source NULL
+    if source == "gcp":
+        con.execute("alter table lines add column credit_committed_usage_discount double")
+    lines = expand_macros(f"select {source}_profile_key(lines) from lines order by cost", "x")
+    combinations = expand_macros(
+        f"select {source}_sources_profile_key(s) from "
+        f"(select {source}_profile_sources(lines), lines.cost from lines) as s order by s.cost",
+        "x",
+    )
+    from_lines = [row[0] for row in con.execute(lines).fetchall()]
+    assert from_lines == [row[0] for row in con.execute(combinations).fetchall()]
+    assert len(set(from_lines)) == 2
 
 
 def test_a_profile_macro_takes_the_alias_of_a_table() -> None:
