@@ -99,11 +99,20 @@ IN_RESOURCE_PARTITION = Macro(
     f"and {_PARTITION_HASH} < {PARTITION} + 1))",
 )
 
-# A line's weight in the line-weighted checksums of checks.slices_sum_to_line: 1 to 1021 from its
-# id, the same on the lines' side (normalized.profile_line_sums) and the slices' side
-# (allocation.profile_slice_sums), so a slice moved to another line changes the checksum unless
-# the two lines weigh the same.
-LINE_WEIGHT = Macro("line_weight", ("line_id",), "cast(1 + abs(hash({line_id}) % 1021) as integer)")
+# The line-weighted checksums of checks.slices_sum_to_line, in the four bases: each row's cost
+# times its line's weight (1 to 1021 from its line_id), summed. The same sums on the lines' side
+# (normalized.profile_line_sums) and the slices' side (allocation.profile_slice_sums), so a slice
+# moved to another line changes the checksum unless the two lines weigh the same.
+_LINE_WEIGHT = "cast(1 + abs(hash({relation}.line_id) % 1021) as integer)"
+LINE_CHECKSUMS = Macro(
+    "line_checksums",
+    ("relation",),
+    ", ".join(
+        f"sum({{relation}}.{basis}_cost * {_LINE_WEIGHT}) as {basis}_checksum"
+        for basis in ("billed", "effective", "list", "net")
+    ),
+    relations=("relation",),
+)
 
 # A line's attribution tag: the first non-empty value in its tags map among the configured keys,
 # in their order (NULL when none has one). The first key is looked up alone: most configurations
@@ -326,7 +335,7 @@ MACROS = {
         IN_FIRST_PASS,
         FIRST_TAG_VALUE,
         IN_ALLOCATION_MODEL,
-        LINE_WEIGHT,
+        LINE_CHECKSUMS,
         LINE_PROFILE_COLUMNS,
         *PROFILE_MACROS,
         FOCUS_UNIT,

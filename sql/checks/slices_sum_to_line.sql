@@ -2,7 +2,7 @@
 -- grain: one row per (allocation_model, billing_period, profile_key) that differs (the provider, account and currency
 -- are the profile's)
 -- A checksum, not a per-line comparison: a group-by on line_id is the largest hash table of a month at scale.
--- On both sides each line's cost is weighted by w = line_weight(line_id) (1 + abs(hash(line_id) % 1021)), summed
+-- On both sides each line's cost is weighted by w = 1 + abs(hash(line_id) % 1021) (macro line_checksums), summed
 -- exactly in DECIMAL, in every basis, per billing period, profile and model: the lines' sums are
 -- normalized.profile_line_sums', the slices' allocation.profile_slice_sums' (each read once for this check and the
 -- marts that sum them). It catches a slice lost, added, inflated or moved to another
