@@ -65,10 +65,19 @@ FIRST_SLICE_TAKES_REST = Macro(
 # text has more than 10 places (docs/performance.md, session 12). The largest DOUBLE below 1e8
 # rounds to 99999999.99999999, so the narrow parse never overflows; larger values, NaN and
 # infinities take the 128-bit parse as before.
+# Most amounts skip the text (docs/performance.md, session 33): when the direct cast to
+# DECIMAL(18, 10) reads back as the same DOUBLE below 2^19, the cast is the text's value. It reads
+# back, so its 10-place decimal is one whose nearest DOUBLE is this one; below 2^19 the DOUBLEs
+# are less than 1e-10 apart, so no other decimal of 10 places or fewer has this DOUBLE nearest,
+# and the shortest text, which has no more places than that decimal, is that decimal. Every
+# other value (more than 10 places, or 2^19 and above) takes the text as before.
 EXACT_DECIMAL = Macro(
     "exact_decimal",
     ("value",),
-    "case when abs({value}) < 100000000 "
+    "case when cast(try_cast({value} as decimal(18, 10)) as double) = {value} "
+    "and abs({value}) < 524288 "
+    "then cast(try_cast({value} as decimal(18, 10)) as decimal(38, 10)) "
+    "when abs({value}) < 100000000 "
     "then cast(cast(cast({value} as varchar) as decimal(18, 10)) as decimal(38, 10)) "
     "else cast(cast({value} as varchar) as decimal(38, 10)) end",
 )

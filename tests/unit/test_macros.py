@@ -346,6 +346,14 @@ def _both_casts(values: list[float | None]) -> list[tuple[object, object]]:
             st.floats(min_value=-1e-6, max_value=1e-6),
             # ties at the 11th place: the rounding must go the same way in both parses
             st.integers(-(10**17), 10**17).map(lambda n: (n * 10 + 5) / 1e11),
+            # amounts of 10 places or fewer, which skip the text below 2^19, and the edge
+            st.tuples(st.integers(-(10**16), 10**16), st.integers(0, 10)).map(
+                lambda pair: pair[0] / 10 ** pair[1]
+            ),
+            st.floats(min_value=524287.0, max_value=524289.0),
+            st.tuples(st.integers(524288, 10**8), st.integers(0, 99)).map(
+                lambda pair: pair[0] + pair[1] / 100
+            ),
         ),
         min_size=1,
         max_size=40,
@@ -366,6 +374,11 @@ def test_exact_decimal_is_the_text_cast_for_every_double(values: list[float]) ->
         (1e8, "100000000.0000000000"),  # the wide parse
         (12345678901234.566, "12345678901234.5660000000"),  # the text, not the binary value
         (5e-11, "0.0000000001"),
+        (0.1, "0.1"),  # the direct cast, read back as the same DOUBLE
+        (524287.9999999999, "524287.9999999999"),  # the largest place values below 2^19
+        (524288.0000000001, "524288.0000000001"),  # 2^19 and above: the text
+        (4194304.98046875, "4194304.98046875"),  # the direct cast gives 4194304.9804687504
+        (-0.0, "0"),
         (4.9e-11, "0.0000000000"),
         (None, None),
     ],

@@ -58,3 +58,32 @@ def test_a_nan_hidden_from_footer_statistics_is_refused(tmp_path):
         con, f"read_parquet('{path}', file_row_number = true)", "file_row_number", [rule]
     )
     assert found is not None and found.row == 1 and found.value == "nan"
+
+
+# the plain id rule the fast one must equal: blank after trim, or NULL
+_BLANK_ID = "coalesce(trim(id::varchar), '') = ''"
+_SPACES = " \u00a0\u1680\u2000\u2003\u200a\u202f\u205f\u3000\t\n"
+
+
+@settings(deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.none(),
+            st.text(),
+            st.text(alphabet=_SPACES),
+            st.tuples(st.text(alphabet=_SPACES), st.text(min_size=1)).map("".join),
+        ),
+        min_size=1,
+        max_size=20,
+    )
+)
+def test_the_id_rule_refuses_what_trim_refuses(ids: list[str | None]):
+    """Only an id whose first character is printable ASCII skips trim: any id, blank or not,
+    with Unicode spaces, control characters or none, is judged as trim judges it."""
+    con = duckdb.connect()
+    con.execute("create table ids (i integer, id varchar)")
+    con.executemany("insert into ids values (?, ?)", list(enumerate(ids)))
+    rule = value_rules.required_id("id")
+    got = con.execute(f"select {rule.bad}, {_BLANK_ID} from ids order by i").fetchall()
+    assert [fast for fast, _ in got] == [plain for _, plain in got]
