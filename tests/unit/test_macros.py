@@ -375,7 +375,7 @@ def test_exact_decimal_is_the_text_cast_for_every_double(values: list[float]) ->
         (12345678901234.566, "12345678901234.5660000000"),  # the text, not the binary value
         (5e-11, "0.0000000001"),
         (0.1, "0.1"),  # the direct cast, read back as the same DOUBLE
-        (524287.9999999999, "524287.9999999999"),  # the largest place values below 2^19
+        (524287.9999999999, "524287.9999999999"),  # 10 places, just below 2^19
         (524288.0000000001, "524288.0000000001"),  # 2^19 and above: the text
         (4194304.98046875, "4194304.98046875"),  # the direct cast gives 4194304.9804687504
         (-0.0, "0"),
