@@ -231,14 +231,16 @@ def _stage(planned: Planned, folder: Path, config: Config) -> _Staged:
                 f"{where}: downloaded {size} bytes, but the object has {file.size} bytes; "
                 "the delivery changed while it was read: run again"
             )
-        # Without a manifest the id is made of sha256 sums: the copy must still match.
+        # Without a manifest the id is made of sha256 sums: the copy must still match. The sum
+        # is computed once: for this, for the check of repeated files and for delivery.json
+        digest = sha256_file(target)
         local = isinstance(source, LocalExportSource) and planned.manifest is None
-        if local and sha256_file(target) != source.fingerprint(file):
+        if local and digest != source.fingerprint(file):
             raise InputError(
                 f"{where}: the file changed while it was being ingested; "
                 "run again once the export has finished writing"
             )
-        files.append({"name": name, "source": where, "etag": file.etag})
+        files.append({"name": name, "source": where, "etag": file.etag, "sha256": digest})
         downloaded.append(DataFile(target, where))
         if name.endswith(".parquet"):
             check_magic_file(target, where)
@@ -251,7 +253,7 @@ def _stage(planned: Planned, folder: Path, config: Config) -> _Staged:
             _check_parquet(target, where, planned.period, config)
             parquet.append((target, where))
 
-    check_distinct_files(downloaded)
+    check_distinct_files(downloaded, [str(item["sha256"]) for item in files])
 
     def check(schema: pa.Schema, where: str) -> None:
         check_columns(schema, where, config)
@@ -274,8 +276,8 @@ def _stage(planned: Planned, folder: Path, config: Config) -> _Staged:
         DataFile(result.path, where, True)
         for (_s, _t, where), result in zip(to_convert, results, strict=True)
     ]
-    check_values(checked or [DataFile(path, where) for path, where in parquet])
-    check_delivery(data_files, planned.where, planned.period, config)
+    may_round = check_values(checked or [DataFile(path, where) for path, where in parquet])
+    check_delivery(data_files, planned.where, planned.period, config, may_round)
     if planned.manifest is not None:
         key, _file, content = planned.manifest
         if content is not None:

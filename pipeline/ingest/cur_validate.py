@@ -160,8 +160,11 @@ MONEY_COLUMNS = frozenset(
 )
 
 
-def check_delivery(files: list[Path], where: str, period: str, config: Config) -> None:
-    """Refuse a delivery billed in several currencies; warn when its lines are daily."""
+def check_delivery(
+    files: list[Path], where: str, period: str, config: Config, may_round: bool = True
+) -> None:
+    """Refuse a delivery billed in several currencies; warn when its lines are daily; note its
+    money of more than 10 decimal places unless ``may_round`` says none can have them."""
     if not files:
         return
     listed = "[" + ", ".join(literal(path) for path in files) + "]"
@@ -174,7 +177,8 @@ def check_delivery(files: list[Path], where: str, period: str, config: Config) -
             ).fetchall()
         }
         source = f"read_parquet({listed}, union_by_name = true)"
-        note_rounding(con, source, sorted(names & MONEY_COLUMNS), where)
+        if may_round:
+            note_rounding(con, source, sorted(names & MONEY_COLUMNS), where)
         if "line_item_currency_code" in names:
             currencies = [
                 row[0]

@@ -16,7 +16,8 @@ from pathlib import Path
 
 from pipeline.common.duck import connect, identifier, literal
 from pipeline.common.errors import InputError
-from pipeline.ingest import value_rules
+from pipeline.ingest import precision, value_rules
+from pipeline.ingest.cur_validate import MONEY_COLUMNS
 from pipeline.ingest.value_rules import AFRESH, Rule
 from schemas import aws_cur2
 
@@ -58,17 +59,22 @@ class DataFile:
         return f"line {number + 2}" if self.from_csv else f"row {number + 1}"
 
 
-def check_distinct_files(files: list[DataFile]) -> None:
-    """Refuse a delivery holding the same data file twice (a stray copy doubles the bill)."""
+def check_distinct_files(files: list[DataFile], digests: list[str] | None = None) -> None:
+    """Refuse a delivery holding the same data file twice (a stray copy doubles the bill);
+    ``digests``: the files' sha256 sums, when known already."""
     value_rules.check_distinct_files(
         [(file.path, file.where) for file in files],
         "a delivery never holds one data file twice",
         "remove it from the export (or re-deliver the period)",
+        digests,
     )
 
 
-def check_values(files: list[DataFile]) -> None:
-    """Refuse the first bad value or duplicated line of each file, in file order."""
+def check_values(files: list[DataFile]) -> bool:
+    """Refuse the first bad value or duplicated line of each file, in file order; True when a
+    money value may carry more than 10 decimal places (the delivery's note on rounding must
+    look: precision.py), False when none can."""
+    may_round = False
     con = connect()
     try:
         for file in files:
@@ -77,13 +83,22 @@ def check_values(files: list[DataFile]) -> None:
                 str(row[0]): str(row[1])
                 for row in con.execute(f"describe select * from {reader}").fetchall()
             }
-            bad = value_rules.first_bad(con, reader, "file_row_number", rules(types))
+            money = {name: kind for name, kind in types.items() if name in MONEY_COLUMNS}
+            flags = [precision.may_round(identifier(name), kind) for name, kind in money.items()]
+            # a money column of another kind than DOUBLE is read whole by the note on rounding
+            may_round = may_round or None in flags
+            flagged = " or ".join(flag for flag in flags if flag) or None
+            bad, marked = value_rules.scan_values(
+                con, reader, "file_row_number", rules(types), flagged
+            )
             if bad is not None:
                 raise value_rules.refusal(file.where, file.row(bad.row), bad, FIX)
+            may_round = may_round or marked > 0
             if LINE_ID in types and INTERVAL in types:
                 _duplicates(con, reader, file)
     finally:
         con.close()
+    return may_round
 
 
 def rules(types: dict[str, str]) -> list[Rule]:

@@ -162,21 +162,41 @@ def first_bad(
 ) -> Bad | None:
     """The row (by the SQL expression ``row``) that breaks a rule first, in one scan of
     ``source`` (a table function or a subquery); only a bad source pays for a second query."""
-    if not rules:
-        return None
+    return scan_values(con, source, row, rules)[0]
+
+
+def scan_values(
+    con: duckdb.DuckDBPyConnection,
+    source: str,
+    row: str,
+    rules: list[Rule],
+    flagged: str | None = None,
+) -> tuple[Bad | None, int]:
+    """first_bad, and how many rows of ``source`` the SQL condition ``flagged`` marks, in the
+    same scan: a condition true for few rows costs that scan little more (precision.may_round,
+    1.7 CPU s less than a scan of its own for the 10M benchmark's money; docs/performance.md,
+    session 34)."""
+    if not rules and not flagged:
+        return None, 0
     # footer statistics leave NaN out: never let them fold a NaN test to false
     with optimizer_disabled(con, "statistics_propagation"):
-        return _first_bad(con, source, row, rules)
+        return _first_bad(con, source, row, rules, flagged)
 
 
 def _first_bad(
-    con: duckdb.DuckDBPyConnection, source: str, row: str, rules: list[Rule]
-) -> Bad | None:
+    con: duckdb.DuckDBPyConnection, source: str, row: str, rules: list[Rule], flagged: str | None
+) -> tuple[Bad | None, int]:
     # one scan with every rule or-ed says whether any row is bad (a tenth of the CPU of one
-    # filtered aggregate per rule); only a bad source pays for the query naming the first
-    anything = " or ".join(f"({rule.bad})" for rule in rules)
-    if con.execute(f"select count(*) from {source} where {anything}").fetchone()[0] == 0:
-        return None
+    # filtered aggregate per rule); only a bad source pays for the query naming the first. The
+    # filtered counts see only the rows the scan keeps
+    anything = " or ".join(f"({rule.bad})" for rule in rules) or "false"
+    marked = flagged or "false"
+    bad_rows, marked_rows = con.execute(
+        f"select count(*) filter (where {anything}), count(*) filter (where {marked}) "
+        f"from {source} where ({anything}) or ({marked})"
+    ).fetchone()
+    if bad_rows == 0:
+        return None, marked_rows
     firsts = ", ".join(f"min({row}) filter (where {rule.bad})" for rule in rules)
     counts = ", ".join(f"count(*) filter (where {rule.bad})" for rule in rules)
     found = con.execute(f"select {firsts}, {counts} from {source}").fetchone()
@@ -186,13 +206,13 @@ def _first_bad(
         if number is not None
     ]
     if not broken:
-        return None
+        return None, marked_rows
     number, index, count = min(broken)
     rule = rules[index]
     value = con.execute(
         f"select ({rule.value})::varchar from {source} where {row} = ? limit 1", [number]
     ).fetchone()[0]
-    return Bad(number, rule, value, count)
+    return Bad(number, rule, value, count), marked_rows
 
 
 def refusal(where: str, row: str, bad: Bad, fix: str, afresh: str = AFRESH) -> InputError:
@@ -256,12 +276,15 @@ def repeated_rows(
     return Repeat(first, last, tuple(key), count)
 
 
-def check_distinct_files(files: list[tuple[Path, str]], scope: str, fix: str) -> None:
+def check_distinct_files(
+    files: list[tuple[Path, str]], scope: str, fix: str, digests: list[str] | None = None
+) -> None:
     """Refuse the same data file twice among ``files`` ((path, name in messages)): a stray copy
-    counts every line twice. ``scope`` says what never holds a file twice."""
+    counts every line twice. ``scope`` says what never holds a file twice; ``digests``: the
+    files' sha256 sums, when the caller has them already."""
     seen: dict[str, str] = {}
-    for path, where in files:
-        digest = sha256_file(path)
+    for index, (path, where) in enumerate(files):
+        digest = digests[index] if digests is not None else sha256_file(path)
         if digest in seen:
             raise InputError(
                 f"{where}: has exactly the content of {seen[digest]} (sha256 {digest[:16]}...); "

@@ -65,11 +65,21 @@ def file_checksum(path: Path | None) -> dict[str, str] | None:
 
 
 def totals(con: duckdb.DuckDBPyConnection) -> list[dict[str, str]]:
-    """Per (provider, billing_period, billing_currency): the four bases summed and the lines."""
+    """Per (provider, billing_period, billing_currency): the four bases summed and the lines.
+
+    Read from the bill of marts.reconciliation (the lines summed once per period and profile,
+    then per account, in each basis), not from the lines again: 0.8 CPU s at 10M lines. Its rows
+    repeat per allocation model; each account's bill is counted once.
+    """
+    sums = ", ".join(
+        f"sum(bill_total) filter (where cost_basis = '{basis}')"
+        for basis in ("billed_cost", "effective_cost", "list_cost", "net_cost")
+    )
     rows = con.execute(
-        "select provider, billing_period, billing_currency, "
-        "sum(billed_cost), sum(effective_cost), sum(list_cost), sum(net_cost), count(*) "
-        "from normalized.cost_lines group by all order by all"
+        f"select provider, billing_period, billing_currency, {sums}, "
+        "sum(cost_lines) filter (where cost_basis = 'billed_cost') from (select distinct "
+        "provider, billing_account_id, billing_period, billing_currency, cost_basis, cost_lines, "
+        "bill_total from marts.reconciliation) group by all order by all"
     ).fetchall()
     keys = ("provider", "billing_period", "billing_currency", "billed_cost", "effective_cost")
     keys += ("list_cost", "net_cost", "cost_lines")

@@ -119,8 +119,9 @@ class RawStore:
     ) -> Path:
         """Record a fully staged delivery folder in delivery.json, then rename it into place.
 
-        ``files`` hold name (relative to ``staged``), source, etag; ``converted`` hold name and
-        the original it came from. Sizes, sha256 sums and row counts are computed here.
+        ``files`` hold name (relative to ``staged``), source, etag, and the file's sha256 when the
+        caller computed it already; ``converted`` hold name and the original it came from. Sizes,
+        row counts and the sha256 sums not given are computed here.
         """
         final = self.delivery_folder(export, period, delivery_id)
         final.parent.mkdir(parents=True, exist_ok=True)
@@ -291,7 +292,9 @@ class RawStore:
 def _entry(folder: Path, item: dict[str, Any]) -> dict[str, Any]:
     path = folder / safe_name(item["name"])
     rows = pq.read_metadata(path).num_rows if path.suffix == ".parquet" else None
-    return {**item, "size": path.stat().st_size, "sha256": sha256_file(path), "rows": rows}
+    given = {key: value for key, value in item.items() if key != "sha256"}
+    digest = item.get("sha256") or sha256_file(path)
+    return {**given, "size": path.stat().st_size, "sha256": digest, "rows": rows}
 
 
 def safe_name(name: str) -> str:

@@ -10,6 +10,7 @@ import pytest
 from exact_checks import exact_problems
 from mart_worlds import WORLDS, digest, published_rows, read_golden, run_world_database
 
+from pipeline.run.record import totals
 from pipeline.warehouse.snapshots import open_database
 
 # tests/e2e/golden_marts.json: the digests the pre-issue-18 core (one wide allocation table,
@@ -22,7 +23,15 @@ def test_every_published_mart_is_unchanged(world: str, tmp_path: Path) -> None:
     rows = published_rows(con)
     # the per-line forms of the checks the build runs as checksums (tests/exact_checks.py)
     problems = exact_problems(con)
+    # the manifest's totals, read from the reconciliation's bill, are the lines' own sums
+    lines = con.execute(
+        "select provider, billing_period, billing_currency, sum(billed_cost), "
+        "sum(effective_cost), sum(list_cost), sum(net_cost), count(*) "
+        "from normalized.cost_lines group by all order by all"
+    ).fetchall()
+    summed = [tuple(total.values()) for total in totals(con)]
     con.close()
+    assert summed == [tuple(str(value) for value in row) for row in lines]
     assert problems == {name: [] for name in problems}
     found = digest(rows)
     expected = read_golden()[world]

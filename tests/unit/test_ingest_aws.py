@@ -155,6 +155,25 @@ def test_manifest_delivery_is_copied_with_delivery_json_and_checksums(tmp_path, 
     assert sorted(p.name for p in period_dir.iterdir()) == ["current.json", "delivery=exec-0001"]
 
 
+def test_each_delivered_file_is_read_once_for_its_sha256(tmp_path, export, monkeypatch):
+    """The sum delivery.json records is the one the check of repeated files compared."""
+    from pipeline.ingest import aws_cur2, value_rules
+    from pipeline.warehouse import raw_store
+
+    hashed: list[str] = []
+
+    def counted(path: Path) -> str:
+        hashed.append(path.name)
+        return sha256(path)
+
+    for module in (aws_cur2, value_rules, raw_store):
+        monkeypatch.setattr(module, "sha256_file", counted)
+    [delivery] = ingest_aws_exports(config_for(tmp_path, export))
+    assert sorted(hashed) == sorted(path.name for path in delivery.files)
+    record = json.loads((delivery.folder / "delivery.json").read_text())
+    assert [item["sha256"] for item in record["files"]] == [sha256(p) for p in delivery.files]
+
+
 def test_reingest_copies_nothing_and_returns_the_same(tmp_path, export):
     config = config_for(tmp_path, export)
     [first] = ingest_aws_exports(config)

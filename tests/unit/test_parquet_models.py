@@ -18,6 +18,7 @@ from pipeline.run.nightly import run_pipeline
 from pipeline.run.sources import TELEMETRY_TABLES
 from pipeline.scenario import write_scenario
 from pipeline.warehouse import publish as publish_module
+from pipeline.warehouse.parquet import OutsideCandidates, write_parquet
 from pipeline.warehouse.publish import content_hash, publish, table_contents
 from pipeline.warehouse.snapshots import DATABASE_NAME, open_database, snapshot_record
 
@@ -150,35 +151,47 @@ from normalized.lines as lines
 where in_resource_partition('r' || (lines.line_id % 5)::varchar) and lines.line_id < {below}"""
 
 
-def _passed(period: str = "lines.billing_period", below: int = 100) -> list:
+LINES_PERIODS = {
+    "two": (CASES["two periods: a filtered copy each"][0], {"2026-09", "2026-10"}),
+    "one": ("'2026-10'", {"2026-10"}),
+}
+
+
+def _passed(period: str = "lines.billing_period", below: int = 100, lines: str = "two") -> list:
     return [
-        parse_model(
-            "normalized",
-            "lines",
-            LINES.format(period=CASES["two periods: a filtered copy each"][0], rows=7),
-        ),
+        parse_model("normalized", "lines", LINES.format(period=LINES_PERIODS[lines][0], rows=7)),
         parse_model("allocation", "slices", PASSED.format(period=period, below=below)),
     ]
 
 
+ANOTHER = "case when lines.line_id = 6 then '2026-12' else lines.billing_period end"
+
+
+@pytest.mark.parametrize("lines", sorted(LINES_PERIODS))
 @pytest.mark.parametrize(
     ("period", "below", "computed"),
     [
-        # the periods of the lines it reads, checked by a filter that reads nothing
+        # the periods of the lines it reads: two checked by a filter that reads nothing, one
+        # written as the candidate
         ("lines.billing_period", 100, ["normalized.lines"]),
         # a period its inputs do not have: every pass's periods are computed
-        ("case when lines.line_id = 6 then '2026-12' else lines.billing_period end", 100, None),
+        (ANOTHER, 100, None),
         # no rows in any pass: one plain file
         ("lines.billing_period", 0, ["normalized.lines"]),
     ],
 )
 def test_a_published_model_in_passes_writes_each_pass_into_its_periods(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, period: str, below: int, computed: list | None
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    period: str,
+    below: int,
+    computed: list | None,
+    lines: str,
 ) -> None:
     from pipeline.dag.engines import duckdb_engine
 
     as_table = _connect()
-    build(as_table, _passed(period, below))
+    build(as_table, _passed(period, below, lines))
     calls: list[str] = []
     original = duckdb_engine.partition_values
 
@@ -193,14 +206,14 @@ def test_a_published_model_in_passes_writes_each_pass_into_its_periods(
     monkeypatch.setattr(duckdb_engine, "partition_values", counted)
     con = _connect()
     engine = DuckDBEngine(con, tmp_path / "scratch", partitions=3)
-    build(engine, _passed(period, below))
+    build(engine, _passed(period, below, lines))
     written = tmp_path / "scratch" / "published" / "allocation"
     files = sorted(str(path.relative_to(written)) for path in written.rglob("*.parquet"))
     assert engine.partitions_used["allocation.slices"] == 3
     if below == 0:
         assert files == ["slices.parquet"]
     else:
-        expected = {"2026-09", "2026-10"} | ({"2026-12"} if computed is None else set())
+        expected = LINES_PERIODS[lines][1] | ({"2026-12"} if computed is None else set())
         assert {name.split("/")[1].split("=")[1] for name in files} == expected
         assert len(files) > len(expected)  # several passes wrote into a period's folder
         assert all(name.split("/")[-1].startswith("part_") for name in files)
@@ -209,6 +222,63 @@ def test_a_published_model_in_passes_writes_each_pass_into_its_periods(
     else:
         assert calls.count("normalized.lines") == 1 and len(calls) == 4
     assert content_hash(con, "allocation.slices") == content_hash(as_table, "allocation.slices")
+
+
+TWO = "case when numbers.i < 3 then '2026-09' else '2026-10' end"
+SOME_NULL = "case when numbers.i < 3 then null else '2026-10' end"
+MONTHS = [f"2026-0{month}" for month in range(1, 7)]
+
+
+@pytest.mark.parametrize(
+    ("period", "candidates", "folders"),
+    [
+        # a filtered copy per candidate; a candidate without rows leaves no folder
+        (TWO, ["2026-08", "2026-09", "2026-10"], ["2026-09", "2026-10"]),
+        (TWO, ["2026-10"], None),  # a row of 2026-09 is refused
+        (SOME_NULL, ["2026-10"], None),  # so is a row without a period
+        (SIX, MONTHS, MONTHS),  # PARTITION_BY
+        (SIX, MONTHS[:5], None),
+        (
+            SOME_NULL,
+            ["2026-10", None],
+            ["2026-10", "__HIVE_DEFAULT_PARTITION__"],
+        ),  # NULL: PARTITION_BY
+    ],
+)
+def test_a_write_given_candidate_periods_refuses_a_row_of_another(
+    tmp_path: Path, period: str, candidates: list, folders: list | None
+) -> None:
+    """The periods a model should have are written without a query computing them first: a row
+    of any other period stops the write instead of being left out."""
+    con = duckdb.connect()
+    source = (
+        f"(select numbers.i as line_id, {period} as billing_period from range(12) as numbers(i))"
+    )
+    columns = (("line_id", "BIGINT"), ("billing_period", "VARCHAR"))
+    target = tmp_path / "lines"
+    if folders is None:
+        with pytest.raises(OutsideCandidates):
+            write_parquet(con, source, columns, target, "billing_period", candidates, None, True)
+        return
+    assert (
+        write_parquet(con, source, columns, target, "billing_period", candidates, None, True) == 12
+    )
+    assert sorted(path.name.split("=")[1] for path in target.iterdir()) == folders
+    read = f"read_parquet('{target}/*/*.parquet', hive_partitioning = true)"
+    assert con.execute(f"select count(distinct line_id) from {read}").fetchone()[0] == 12
+
+
+def test_a_write_given_candidate_periods_passes_other_errors_on(tmp_path: Path) -> None:
+    con = duckdb.connect()
+    source = (
+        "(select numbers.i as line_id, error('not a period') as billing_period "
+        "from range(3) as numbers(i))"
+    )
+    columns = (("line_id", "BIGINT"), ("billing_period", "VARCHAR"))
+    with pytest.raises(duckdb.Error, match="not a period"):
+        write_parquet(
+            con, source, columns, tmp_path / "x", "billing_period", ["2026-10"], None, True
+        )
 
 
 def test_a_run_publishes_the_telemetry_parquet_it_wrote_before_the_build(

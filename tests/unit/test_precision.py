@@ -32,11 +32,19 @@ def test_rounding_counts_values_by_their_text_and_finds_the_largest_difference()
     assert rounding(con, "t", []) == (0, None)
 
 
+@pytest.mark.parametrize(
+    "kind",
+    [
+        pa.float64(),
+        # text money is not flagged by the bad-value scan: the note reads all of it
+        pa.string(),
+    ],
+)
 def test_aws_money_beyond_10_decimals_is_logged(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, kind: pa.DataType
 ) -> None:
     table = cur_table(rows=3)
-    costs = pa.array([0.5, 0.123456789012, 1.00000000004], pa.float64())
+    costs = pa.array([0.5, 0.123456789012, 1.00000000004], pa.float64()).cast(kind)
     table = table.set_column(
         table.schema.get_field_index("line_item_unblended_cost"), "line_item_unblended_cost", costs
     )
@@ -47,6 +55,25 @@ def test_aws_money_beyond_10_decimals_is_logged(
         "2 money values carry more than 10 decimal places (largest rounding difference "
         "0.00000000004)" in caplog.text  # 1.00000000004 (0.123456789012 is off by 1.2e-11)
     )
+
+
+def test_aws_money_of_10_decimals_or_fewer_is_not_noted(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The bad-value scan flags no value of this delivery, so the note reads nothing."""
+    from pipeline.ingest import cur_validate
+
+    table = cur_table(rows=3)
+    costs = pa.array([0.5, 0.1234567891, 12345678.25], pa.float64())
+    table = table.set_column(
+        table.schema.get_field_index("line_item_unblended_cost"), "line_item_unblended_cost", costs
+    )
+    root = write_export(tmp_path / "exports" / EXPORT, {"a.parquet": table})
+    noted: list[str] = []
+    monkeypatch.setattr(cur_validate, "note_rounding", lambda *args: noted.append(args[-1]))
+    with caplog.at_level(logging.INFO, logger="runcost"):
+        ingest_aws_exports(config_for(tmp_path, root))
+    assert noted == [] and "decimal places" not in caplog.text
 
 
 def test_gcp_money_and_credits_beyond_10_decimals_are_logged(

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline.ingest import value_rules
+from pipeline.ingest import precision, value_rules
 
 LIMITS = (value_rules.MAX_AMOUNT, value_rules.MAX_QUANTITY)
 EDGES = [None, math.nan, -math.nan, math.inf, -math.inf, 0.0, -0.0, 1e15, -1e15, 1e24, -1e24]
@@ -87,3 +87,27 @@ def test_the_id_rule_refuses_what_trim_refuses(ids: list[str | None]):
     rule = value_rules.required_id("id")
     got = con.execute(f"select {rule.bad}, {_BLANK_ID} from ids order by i").fetchall()
     assert [fast for fast, _ in got] == [plain for _, plain in got]
+
+
+@pytest.mark.parametrize(
+    ("amounts", "first", "marked"),
+    [
+        ([1.0, 0.12345678901, None], None, 1),
+        # NaN is bad, and flagged (it has no 10-place form); the flag counts every kept row
+        ([1.0, 0.12345678901, math.nan, None, 2e8], 2, 3),
+        ([1.0, None], None, 0),
+    ],
+)
+def test_the_scan_for_bad_values_also_counts_the_flagged_rows(
+    amounts: list, first: int | None, marked: int
+) -> None:
+    """One scan finds the first bad row and counts the rows a cheap condition flags (the values
+    that may carry more than 10 decimal places), bad or not."""
+    con = duckdb.connect()
+    con.execute("create table amounts (n bigint, amount double)")
+    con.executemany("insert into amounts values (?, ?)", list(enumerate(amounts)))
+    rule = value_rules.money("amount", double=True)
+    flagged = precision.may_round("amount", "DOUBLE")
+    bad, count = value_rules.scan_values(con, "amounts", "n", [rule], flagged)
+    assert (bad.row if bad else None, count) == (first, marked)
+    assert value_rules.scan_values(con, "amounts", "n", [], flagged) == (None, marked)
