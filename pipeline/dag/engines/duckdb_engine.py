@@ -219,7 +219,7 @@ class DuckDBEngine:
         known = self._known_periods(model) if partitioned else []
         if len(known) == 1:
             try:
-                return self._write_files(model, folder, sources, columns, known, True)
+                return self._write_files(model, folder, sources, columns, known, candidates=True)
             except OutsideCandidates:
                 shutil.rmtree(
                     folder / layout_path(model.qualified, partitioned=True), ignore_errors=True
