@@ -7,6 +7,7 @@ published straight from their query (`-- materialized: parquet`) this way during
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from pathlib import Path
 
 import duckdb
@@ -35,7 +36,12 @@ class OutsideCandidates(Exception):
 def partition_values(con: duckdb.DuckDBPyConnection, source: str, column: str) -> list:
     """Every value of ``column`` in ``source`` as text (None for NULL), sorted; [] when empty."""
     rows = con.execute(f'select distinct "{column}"::varchar from {source}').fetchall()
-    return sorted((row[0] for row in rows), key=lambda value: (value is None, value or ""))
+    return sorted_values(row[0] for row in rows)
+
+
+def sorted_values(values: Iterable[str | None]) -> list:
+    """Partition values in order, NULL (None) last."""
+    return sorted(values, key=lambda value: (value is None, value or ""))
 
 
 def write_parquet(

@@ -20,6 +20,7 @@ from pipeline.warehouse.parquet import (
     OutsideCandidates,
     parquet_query,
     partition_values,
+    sorted_values,
     write_parquet,
 )
 from pipeline.warehouse.snapshots import sql_path
@@ -228,13 +229,12 @@ class DuckDBEngine:
             return self._write_files(model, folder, sources, columns, known)
         values = None
         if partitioned:
-            values = sorted(
+            values = sorted_values(
                 {
                     value
                     for source in sources
                     for value in partition_values(self.con, source, PARTITION_COLUMN)
-                },
-                key=lambda value: (value is None, value or ""),
+                }
             )
         return self._write_files(model, folder, sources, columns, values)
 
@@ -289,9 +289,8 @@ class DuckDBEngine:
 
     def _known_periods(self, model: Model) -> list:
         """The billing periods of the published models ``model`` reads (written before it)."""
-        return sorted(
-            {value for name in model.inputs for value in self.period_values.get(name, ())},
-            key=lambda value: (value is None, value or ""),
+        return sorted_values(
+            {value for name in model.inputs for value in self.period_values.get(name, ())}
         )
 
     def check(self, model: Model) -> CheckResult | None:
