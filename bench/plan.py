@@ -60,13 +60,13 @@ def _conditions(info: dict[str, Any]) -> list[str]:
 
 
 def check_plan(tree: list[dict[str, Any]]) -> dict[str, Any]:
-    """Whether the join is a hash join on (resource_id, hour_start) with no range or loop join."""
+    """Whether the join is a hash join on (resource_id, hour_start_us), no range or loop join."""
     ops = operators(tree)
     hour_joins = [
         _conditions(info)
         for name, info in ops
         if name == "HASH_JOIN"
-        and any("hour_start = " in c for c in _conditions(info))
+        and any("hour_start_us = " in c for c in _conditions(info))
         and any("resource_id = " in c for c in _conditions(info))
     ]
     forbidden = sorted({name for name, _ in ops if name in FORBIDDEN})

@@ -46,7 +46,10 @@ def test_resource_time_join_is_a_hash_join_on_resource_and_hour(tmp_path: Path) 
     plan = check_plan(join_plan(tmp_path / "runcost.toml"))
     assert plan["hash_join_on_resource_hour"], plan
     assert plan["forbidden_operators"] == []
-    assert sorted(plan["conditions"]) == ["hour_start = hour_start", "resource_id = resource_id"]
+    assert sorted(plan["conditions"]) == [
+        "hour_start_us = hour_start_us",
+        "resource_id = resource_id",
+    ]
 
 
 def test_bench_run_smoke(tmp_path: Path) -> None:

@@ -9,8 +9,10 @@
 -- others are summed per window and attempt and ranked; a window one attempt held then still gets its list row
 -- by row, and only windows several attempts shared are grouped into lists, an aggregate that cost about half of
 -- the model's CPU when every window took it (session 15).
--- Both sides are cut at hour boundaries and equi-joined on (resource_id, hour_start): a hash join
--- with only a time-overlap filter goes quadratic on long-lived nodes with many short attempts.
+-- Both sides are cut at hour boundaries and equi-joined on (resource_id, hour_start_us): a hash join
+-- with only a time-overlap filter goes quadratic on long-lived nodes with many short attempts. Hours are
+-- counted in microseconds since the epoch (hour_start_us, epoch_us): truncating and adding intervals to
+-- TIMESTAMPTZ goes through the time-zone calendar, about 15x the CPU (docs/performance.md, session 35).
 -- Built in resource-hash passes (in_resource_partition, pipeline/dag/partitions.py): every row of a
 -- window and every hour it joins share the window's resource, so each pass holds one slice of the
 -- resources' hours and windows in memory; the horizon stays the whole bill's.
@@ -59,8 +61,8 @@ held_spans as (
     -- the intervals that list an hour, each with its first and last listed hour
     select
         held_intervals.*,
-        date_trunc('hour', held_intervals.held_from) as first_hour,
-        date_trunc('hour', held_intervals.held_until - interval 1 microsecond) as last_hour
+        hour_start_us(held_intervals.held_from) as first_hour_us,
+        hour_start_us(held_intervals.held_until - interval 1 microsecond) as last_hour_us
     from held_intervals
     where held_intervals.held_until > held_intervals.held_from
 ),
@@ -71,15 +73,15 @@ held_neighbours as (
     -- the first hour of the next one (the earliest of those after) is this interval's alone
     select
         held_spans.*,
-        max(held_spans.last_hour) over (
+        max(held_spans.last_hour_us) over (
             partition by held_spans.resource_id
-            order by held_spans.first_hour asc, held_spans.last_hour asc
+            order by held_spans.first_hour_us asc, held_spans.last_hour_us asc
             rows between unbounded preceding and 1 preceding
-        ) as others_last_hour_before,
-        lead(held_spans.first_hour) over (
+        ) as others_last_hour_before_us,
+        lead(held_spans.first_hour_us) over (
             partition by held_spans.resource_id
-            order by held_spans.first_hour asc, held_spans.last_hour asc
-        ) as others_first_hour_after
+            order by held_spans.first_hour_us asc, held_spans.last_hour_us asc
+        ) as others_first_hour_after_us
     from held_spans
 ),
 
@@ -87,8 +89,8 @@ held_hours as (
     select
         held_neighbours.*,
         unnest(
-            range(held_neighbours.first_hour, held_neighbours.held_until, interval 1 hour)
-        ) as hour_start
+            range(held_neighbours.first_hour_us, epoch_us(held_neighbours.held_until), 3600000000)
+        ) as hour_start_us
     from held_neighbours
 ),
 
@@ -115,15 +117,15 @@ window_hours as (
     select
         charge_windows.*,
         -- a window inside one hour (every line of an hourly bill) lists one hour
-        charge_windows.charge_period_end
-        <= date_trunc('hour', charge_windows.charge_period_start) + interval 1 hour as one_hour_window,
+        epoch_us(charge_windows.charge_period_end)
+        <= hour_start_us(charge_windows.charge_period_start) + 3600000000 as one_hour_window,
         unnest(
             range(
-                date_trunc('hour', charge_windows.charge_period_start),
-                charge_windows.charge_period_end,
-                interval 1 hour
+                hour_start_us(charge_windows.charge_period_start),
+                epoch_us(charge_windows.charge_period_end),
+                3600000000
             )
-        ) as hour_start
+        ) as hour_start_us
     from charge_windows
 ),
 
@@ -137,30 +139,26 @@ hour_overlaps as (
         held_hours.gpu_count,
         -- a window of one hour that one interval alone holds: its only row, its holder's whole overlap
         window_hours.one_hour_window
-        and coalesce(held_hours.hour_start > held_hours.others_last_hour_before, true)
-        and coalesce(held_hours.hour_start < held_hours.others_first_hour_after, true) as sole_holder,
+        and coalesce(held_hours.hour_start_us > held_hours.others_last_hour_before_us, true)
+        and coalesce(held_hours.hour_start_us < held_hours.others_first_hour_after_us, true) as sole_holder,
         greatest(
             0,
-            epoch_us(
-                least(
-                    window_hours.charge_period_end,
-                    held_hours.held_until,
-                    window_hours.hour_start + interval 1 hour
-                )
+            least(
+                epoch_us(window_hours.charge_period_end),
+                epoch_us(held_hours.held_until),
+                window_hours.hour_start_us + 3600000000
             )
-            - epoch_us(
-                greatest(
-                    window_hours.charge_period_start,
-                    held_hours.held_from,
-                    window_hours.hour_start
-                )
+            - greatest(
+                epoch_us(window_hours.charge_period_start),
+                epoch_us(held_hours.held_from),
+                window_hours.hour_start_us
             )
         ) as overlap_us
     from window_hours
     inner join held_hours
         on
             window_hours.resource_id = held_hours.resource_id
-            and window_hours.hour_start = held_hours.hour_start
+            and window_hours.hour_start_us = held_hours.hour_start_us
 ),
 
 window_overlaps as (
