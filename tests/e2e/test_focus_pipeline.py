@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from collections import Counter
 from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
@@ -9,7 +11,7 @@ from pathlib import Path
 import duckdb
 import pyarrow.parquet as pq
 import pytest
-from focus_world import csv_totals, row, write_focus_world, write_mixed_csv
+from focus_world import csv_totals, mixed_rows, row, write_focus_world, write_mixed_csv
 
 from pipeline import scenario
 from pipeline.common.errors import InputError
@@ -73,6 +75,40 @@ def test_the_bill_reconciles_exactly(world) -> None:
         "select sum(net_cost) = sum(effective_cost) from normalized.cost_lines"
     ).fetchone()
     assert net == (True,)  # FOCUS has no net column: net is EffectiveCost
+
+
+def test_each_rows_tags_and_period_are_its_own(world) -> None:
+    """A row's tags are its Tags JSON as a map (a valueless key and a number as their text, no
+    Tags an empty map) and its period is its BillingPeriodStart's month, though both are
+    computed once per distinct text and period and joined back (staging.focus_cost_lines)."""
+    folder, con = world
+    sources = [(line["BillingPeriodStart"][:7], line["Tags"]) for line in mixed_rows()]
+    for line in pq.read_table(folder / "focus" / "azure-1.2" / "part-00001.parquet").to_pylist():
+        sources.append((f"{line['BillingPeriodStart']:%Y-%m}", line["Tags"] or "NULL"))
+    expected = Counter(
+        (
+            period,
+            tuple(
+                sorted(
+                    (key, value if isinstance(value, str) else json.dumps(value))
+                    for key, value in (json.loads(tags) if tags != "NULL" else {}).items()
+                )
+            ),
+        )
+        for period, tags in sources
+    )
+    got = Counter(
+        (period, tuple(sorted(tags.items())))
+        for period, tags in con.execute(
+            "select billing_period, tags from normalized.cost_lines"
+        ).fetchall()
+    )
+    assert got == expected
+    assert (
+        "2026-10",
+        (("spot", "true"), ("user_attempt_id", "att-2"), ("user_experiment_id", "exp-b")),
+    ) in got
+    assert got[("2026-10", ())] > 1  # rows without Tags, in both files
 
 
 def test_tagged_focus_rows_land_on_their_attempts(world) -> None:
