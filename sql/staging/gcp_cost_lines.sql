@@ -43,7 +43,8 @@ bases as (
 invoice_periods as (
     -- each invoice month's period once, joined to its rows: read through the Pacific time zone's
     -- calendar on every row, the start and end cost about 2.5 CPU s per 10M rows (docs/performance.md,
-    -- session 35). Ingest refuses a row without a YYYYMM invoice month, so every row has its period.
+    -- session 35). A left join: a row is never dropped, and one without an invoice month (which the
+    -- export files' ingest refuses) keeps a NULL period, as when each row computed its own.
     select
         invoice_months.invoice_month,
         substr(invoice_months.invoice_month, 1, 4) || '-' || substr(invoice_months.invoice_month, 5, 2)
@@ -114,7 +115,7 @@ final as (
         bases.resource_name,
         gcp_profile_key(bases) as profile_key  -- noqa: RF02
     from bases
-    inner join invoice_periods on bases.invoice_month = invoice_periods.invoice_month
+    left join invoice_periods on bases.invoice_month = invoice_periods.invoice_month
 )
 
 select * from final
