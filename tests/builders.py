@@ -248,3 +248,17 @@ def hours(count: float) -> timedelta:
 def dec(value: str | int) -> Decimal:
     """A Decimal at the scale SQL money has (10 decimals)."""
     return Decimal(value).quantize(Decimal("1e-10"))
+
+
+def without_comments(sql: str) -> str:
+    """The SQL with every `--` comment taken out, line by line."""
+    return "\n".join(line.split("--", 1)[0] for line in sql.splitlines())
+
+
+def callers(call: str) -> list[str]:
+    """The shipped models whose SQL, outside comments, holds ``call``, by name."""
+    return sorted(
+        model.qualified
+        for model in discover()
+        if model.path and call in without_comments(model.path.read_text("utf-8"))
+    )

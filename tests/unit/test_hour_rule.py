@@ -5,11 +5,11 @@ it, and no model truncates a timestamp to the hour itself."""
 from __future__ import annotations
 
 import duckdb
+from builders import callers
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from pipeline.dag.macros import expand_macros
-from pipeline.dag.models import discover
 
 HOUR_US = 3_600_000_000
 
@@ -42,15 +42,5 @@ def test_the_hour_start_is_the_hour_truncated_in_utc(micros: list[int]) -> None:
 def test_the_hour_rule_is_written_once() -> None:
     """The models cut time into hours with hour_start_us, never with date_trunc on a timestamp,
     which goes through the time-zone calendar (docs/performance.md, session 35)."""
-    truncating = []
-    calling = []
-    for model in discover():
-        text = "\n".join(
-            line.split("--", 1)[0] for line in model.path.read_text("utf-8").splitlines()
-        )
-        if "date_trunc(" in text.replace(" ", ""):
-            truncating.append(model.qualified)
-        if "hour_start_us(" in text:
-            calling.append(model.qualified)
-    assert truncating == []
-    assert calling == ["attribution.resource_time_overlaps"]
+    assert callers("date_trunc(") == []
+    assert callers("hour_start_us(") == ["attribution.resource_time_overlaps"]

@@ -7,6 +7,7 @@ from decimal import Decimal
 
 import duckdb
 import pytest
+from builders import callers, without_comments
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -70,7 +71,7 @@ def test_the_remainder_rule_is_written_once() -> None:
         path.name for path in sql_root().rglob("*.sql") if spelled.search(path.read_text("utf-8"))
     ]
     assert copies == []
-    assert _callers("first_slice_takes_rest(") == [
+    assert callers("first_slice_takes_rest(") == [
         "allocation.pool_shares",
         "allocation.split_unused_shares",
         "attribution.line_attributions",
@@ -101,25 +102,12 @@ def test_the_line_id_rule_is_written_once() -> None:
         path.name for path in sql_root().rglob("*.sql") if "4294967296" in path.read_text("utf-8")
     ]
     assert copies == []
-    assert _callers("line_id_of(") == [
+    assert callers("line_id_of(") == [
         "staging.aws_cur2_line_items",
         "staging.aws_cur2_split_line_items",
         "staging.focus_line_items",
         "staging.gcp_billing_line_items",
     ]
-
-
-def _without_comments(sql: str) -> str:
-    return "\n".join(line.split("--", 1)[0] for line in sql.splitlines())
-
-
-def _callers(call: str) -> list[str]:
-    """The models whose SQL, outside comments, holds ``call``, by name."""
-    return sorted(
-        model.qualified
-        for model in discover()
-        if model.path and call in _without_comments(model.path.read_text("utf-8"))
-    )
 
 
 def test_a_stored_slice_belongs_to_both_models_or_to_its_own() -> None:
@@ -144,10 +132,10 @@ def test_the_allocation_model_rule_is_written_once() -> None:
     copies = [
         path.name
         for path in sql_root().rglob("*.sql")
-        if spelled.search(_without_comments(path.read_text("utf-8")))
+        if spelled.search(without_comments(path.read_text("utf-8")))
     ]
     assert copies == []
-    assert _callers("in_allocation_model(") == [
+    assert callers("in_allocation_model(") == [
         "allocation.model_slices",
         "checks.one_currency_per_attempt",
         "checks.slices_sum_to_line",
@@ -281,7 +269,7 @@ def test_the_first_tag_rule_is_written_once() -> None:
     copies = [
         path.name
         for path in sql_root().rglob("*.sql")
-        if "lambda tag_value" in _without_comments(path.read_text("utf-8"))
+        if "lambda tag_value" in without_comments(path.read_text("utf-8"))
     ]
     assert copies == []
 
@@ -393,10 +381,10 @@ def test_the_exact_decimal_rule_is_written_once() -> None:
     copies = [
         path.name
         for path in sql_root().rglob("*.sql")
-        if "as varchar) as decimal" in _without_comments(path.read_text("utf-8"))
+        if "as varchar) as decimal" in without_comments(path.read_text("utf-8"))
     ]
     assert copies == []
-    assert _callers("exact_decimal(") == [
+    assert callers("exact_decimal(") == [
         "staging.aws_cost_lines",
         "staging.aws_cur2_line_items",
         "staging.aws_cur2_split_line_items",
