@@ -37,7 +37,6 @@ DATA_SUFFIXES = (".json", ".jsonl", ".ndjson", ".parquet")
 # rows are grouped by the UTC day of export_time.
 PARTITION_COLUMNS = ("partition_date", "_PARTITIONDATE", "_PARTITIONTIME")
 _STAGING = ".ingest-staging"
-_MONTH = re.compile(r"\d{4}(0[1-9]|1[0-2])")
 _EXPORT_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 
 
@@ -131,16 +130,11 @@ def _read(export: str, paths: list[Path]) -> list[_Partition]:
 
 
 def _check_months(table: pa.Table, path: Path, export: str, months: dict[str, str]) -> None:
-    """invoice.month is YYYYMM on every row, and one invoice month has one currency."""
+    """One invoice month has one currency (check_table has refused a month not YYYYMM)."""
     invoices = table.column("invoice").to_pylist()
     currencies = table.column("currency").to_pylist()
     for row, (invoice, currency) in enumerate(zip(invoices, currencies, strict=True), start=1):
-        month = (invoice or {}).get("month")
-        if month is None or not _MONTH.fullmatch(month):
-            raise InputError(
-                f"{path}: row {row}: invoice.month is {month!r}, not YYYYMM; export the billing "
-                "table's own invoice.month"
-            )
+        month = invoice["month"]
         seen = months.setdefault(month, currency)
         if currency != seen:
             raise InputError(
@@ -166,6 +160,12 @@ def _check_table(table: pa.Table, path: Path) -> None:
     for name, fix in gcp_billing.REQUIRED.items():
         if name not in table.column_names:
             raise InputError(f"{path}: the required column {name} is missing; {fix}")
+    invoice = table.schema.field("invoice").type
+    if not pa.types.is_struct(invoice) or invoice.get_field_index("month") < 0:
+        raise InputError(
+            f"{path}: column invoice is {invoice}, not a record with a month field; extract the "
+            "export table itself, whose invoice.month names each row's invoice month"
+        )
     credits = table.schema.field("credits").type
     if not pa.types.is_list(credits) or not pa.types.is_struct(credits.value_type):
         raise InputError(

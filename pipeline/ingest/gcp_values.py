@@ -1,6 +1,6 @@
 """Values of GCP billing export rows checked at ingest (gcp.files and gcp.tables), before raw/
 changes, with value_rules' rules: money (every DECIMAL leaf, credits included), usage and export
-times, the usage window, the currency and the billing account id.
+times, the usage window, the invoice month, the currency and the billing account id.
 
 Row identity: the export has no row id and is append-only; Cloud Billing writes one row per
 SKU, hour and resource (project and labels in the standard export) per load, stamped with the
@@ -49,7 +49,7 @@ def rules(schema: pa.Schema) -> list[Rule]:
         kind = schema.field(column).type
         if not field:
             found.append(value_rules.money(column))
-        elif pa.types.is_struct(kind) and kind.get_field_index(field) >= 0:
+        elif _has_field(kind, field):
             check = value_rules.quantity if leaf in QUANTITIES else value_rules.money
             found.append(check(leaf, f"{identifier(column)}.{identifier(field)}"))
         elif _LIST_AMOUNTS.get(column) == field and _has_list_field(kind, field):
@@ -57,6 +57,9 @@ def rules(schema: pa.Schema) -> list[Rule]:
     found += [value_rules.timestamp(name) for name in _TIMES if name in names]
     if {"usage_start_time", "usage_end_time"} <= names:
         found.append(value_rules.window("usage_start_time", "usage_end_time"))
+    if "invoice" in names and _has_field(schema.field("invoice").type, "month"):
+        invoice_month = f"{identifier('invoice')}.{identifier('month')}"
+        found.append(value_rules.month("invoice.month", invoice_month))
     if "currency" in names:
         found.append(value_rules.currency("currency"))
     if "billing_account_id" in names:
@@ -64,12 +67,12 @@ def rules(schema: pa.Schema) -> list[Rule]:
     return found
 
 
+def _has_field(kind: pa.DataType, field: str) -> bool:
+    return pa.types.is_struct(kind) and kind.get_field_index(field) >= 0
+
+
 def _has_list_field(kind: pa.DataType, field: str) -> bool:
-    return (
-        pa.types.is_list(kind)
-        and pa.types.is_struct(kind.value_type)
-        and kind.value_type.get_field_index(field) >= 0
-    )
+    return pa.types.is_list(kind) and _has_field(kind.value_type, field)
 
 
 def check_table(

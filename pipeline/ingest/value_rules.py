@@ -130,6 +130,17 @@ def currency(column: str, value: str | None = None) -> Rule:
     )
 
 
+def month(column: str, value: str | None = None) -> Rule:
+    """A month as YYYYMM text (an invoice month such as 202611), never empty."""
+    value = _value(column, value)
+    return Rule(
+        column,
+        f"not regexp_full_match(coalesce({value}::varchar, ''), '[0-9]{{4}}(0[1-9]|1[0-2])')",
+        value,
+        "a month written YYYYMM such as 202611 (never empty)",
+    )
+
+
 def required_id(column: str, value: str | None = None) -> Rule:
     """An identifier: never NULL, empty or only spaces."""
     value = _value(column, value)

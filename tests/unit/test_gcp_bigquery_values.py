@@ -66,6 +66,9 @@ BAD = {
         "'2026-11-27 01:00:00+00'",
     ),
     "empty currency": ({"currency": ""}, "currency", "''"),
+    "no invoice month": ({"invoice.month": None}, "invoice.month", "None"),
+    "invoice month with a dash": ({"invoice.month": "2026-11"}, "invoice.month", "'2026-11'"),
+    "invoice month 13": ({"invoice.month": "202613"}, "invoice.month", "'202613'"),
     "blank account": ({"billing_account_id": " "}, "billing_account_id", "' '"),
 }
 

@@ -132,8 +132,14 @@ BAD = [
     ),
     pytest.param(
         [row(), row(invoice={"month": "2026-10"})],
-        "a.json: row 2: invoice.month is '2026-10', not YYYYMM",
+        "a.json: row 2, column invoice.month: '2026-10' is refused; it must be a month written "
+        "YYYYMM such as 202611",
         id="invoice-month",
+    ),
+    pytest.param(
+        [row(), row(invoice=None)],
+        "a.json: row 2, column invoice.month: None is refused; it must be a month written YYYYMM",
+        id="no-invoice",
     ),
     pytest.param(
         [row(), row(currency="EUR")],
@@ -170,21 +176,30 @@ def test_a_broken_json_line_names_its_row(tmp_path: Path) -> None:
     assert raw_files(tmp_path) == []
 
 
-def test_a_flattened_parquet_credits_column_is_refused(tmp_path: Path) -> None:
-    """koku-style flat copies keep credits as text: name the column and how to fix it."""
-    table = pa.table(
-        {
+FLATTENED = {
+    "credits": ("[]", "column credits is string, not a list of records"),
+    "invoice": ("202610", "column invoice is string, not a record with a month field"),
+}
+
+
+@pytest.mark.parametrize("column", list(FLATTENED))
+def test_a_flattened_parquet_column_is_refused(tmp_path: Path, column: str) -> None:
+    """koku-style flat copies keep records as text: name the column and how to fix it."""
+    values: dict[str, list[Any]] = {
             "billing_account_id": ["A"], "service": [{"id": "s"}], "sku": [{"id": "k"}],
             "usage_start_time": pa.array([0], pa.timestamp("us", tz="UTC")),
             "usage_end_time": pa.array([0], pa.timestamp("us", tz="UTC")),
-            "cost": [1.0], "currency": ["USD"], "credits": ["[]"],
+            "cost": [1.0], "currency": ["USD"], "credits": [[{"amount": 0.5}]],
             "invoice": [{"month": "202610"}], "cost_type": ["regular"],
-        }
-    )  # fmt: skip
+    }  # fmt: skip
+    flat, message = FLATTENED[column]
+    values[column] = [flat]
     (tmp_path / "export").mkdir()
-    pq.write_table(table, tmp_path / "export" / "flat.parquet")
-    with pytest.raises(InputError, match=r"flat\.parquet: column credits is string, not a list"):
+    pq.write_table(pa.table(values), tmp_path / "export" / "flat.parquet")
+    with pytest.raises(InputError) as caught:
         ingest_gcp_files(config(tmp_path, "export"))
+    assert str(caught.value).startswith(f"{tmp_path / 'export' / 'flat.parquet'}: {message}")
+    assert "extract the export table itself" in str(caught.value)
     assert raw_files(tmp_path) == []
 
 
