@@ -277,11 +277,17 @@ PROFILE_SOURCES = {
         "sku_id",
         "location_region",
         "location_zone",
-        ("machine_spec", "{relation}.system_labels['compute.googleapis.com/machine_spec']"),
+        # looked up in the row's key/value list: no map is made per row for two keys
+        (
+            "machine_spec",
+            "list_filter({relation}.system_label_entries, "
+            "lambda e: e.key = 'compute.googleapis.com/machine_spec')[1].value",
+        ),
         (
             "is_unused_reservation",
-            "coalesce({relation}.system_labels['compute.googleapis.com/is_unused_reservation'], "
-            "'') = 'true'",
+            "coalesce(list_filter({relation}.system_label_entries, "
+            "lambda e: e.key = 'compute.googleapis.com/is_unused_reservation')[1].value, '') "
+            "= 'true'",
         ),
         "usage_pricing_unit",
         "usage_unit",

@@ -29,6 +29,10 @@ renamed as (
         map_from_entries(coalesce(source.project.labels, [])) as project_labels,
         map_from_entries(coalesce(source.labels, [])) as labels,
         map_from_entries(coalesce(source.system_labels, [])) as system_labels,
+        -- the same two as the export's key/value lists, which the cost lines and profiles read:
+        -- a map made on every row costs about 1 CPU s per million rows (docs/performance.md, session 36)
+        coalesce(source.labels, []) as label_entries,
+        coalesce(source.system_labels, []) as system_label_entries,
         map_from_entries(
             list_transform(coalesce(source.tags, []), lambda t: { 'key': t.key, 'value': t.value })  -- noqa: RF02
         ) as resource_manager_tags,

@@ -23,21 +23,32 @@ bases as (
         -- cost_at_list is missing from tables created before 2023-06-29 and on some
         -- tax and adjustment rows: list cost is then the cost itself
         coalesce(gcp_line_items.cost_at_list, gcp_line_items.cost) as list_cost,
-        gcp_line_items.cost + gcp_line_items.credits_total as net_cost,
-        -- GKE cost allocation: a pod label k8s-label/<key> is also readable as <key>, unless the
-        -- row carries a label <key> of its own (the plain label wins)
+        gcp_line_items.cost + gcp_line_items.credits_total as net_cost
+    from gcp_line_items
+),
+
+label_sets as (
+    -- each distinct label list's tags once, joined to its rows: made on every row, the map cost
+    -- 3.4 CPU s per 2M rows of three or four labels, against 1.6 (docs/performance.md, session 36).
+    -- GKE cost allocation: a pod label k8s-label/<key> is also readable as <key>, unless the
+    -- row carries a label <key> of its own (the plain label wins)
+    select
+        distinct_labels.label_entries,
         map_from_entries(list_concat(
-            map_entries(gcp_line_items.labels),
+            distinct_labels.label_entries,
             list_transform(
                 list_filter(
-                    map_entries(gcp_line_items.labels),
+                    distinct_labels.label_entries,
                     lambda e: starts_with(e.key, 'k8s-label/')  -- noqa: RF02
-                    and not list_contains(map_keys(gcp_line_items.labels), substr(e.key, 11))  -- noqa: RF02
+                    and not list_contains(
+                        list_transform(distinct_labels.label_entries, lambda f: f.key),  -- noqa: RF02
+                        substr(e.key, 11)  -- noqa: RF02
+                    )
                 ),
                 lambda e: { 'key': substr(e.key, 11), 'value': e.value }  -- noqa: RF02
             )
         )) as attribution_tags
-    from gcp_line_items
+    from (select distinct gcp_line_items.label_entries from gcp_line_items) as distinct_labels
 ),
 
 invoice_periods as (
@@ -105,7 +116,7 @@ final as (
             { 'key': 'SUBSCRIPTION_BENEFIT', 'value': bases.credit_subscription_benefit },
             { 'key': 'OTHER', 'value': bases.credit_other }
         ], lambda e: e.value <> 0)) as credits_by_type,  -- noqa: RF01, RF02
-        bases.attribution_tags as tags,
+        label_sets.attribution_tags as tags,
         -- which format's tag-key spelling applies (pipeline/config/tags.py)
         'gcp_billing_export' as source_format,
         cast(bases.usage_amount_in_pricing_units as double) as pricing_quantity,
@@ -116,6 +127,8 @@ final as (
         gcp_profile_key(bases) as profile_key  -- noqa: RF02
     from bases
     left join invoice_periods on bases.invoice_month = invoice_periods.invoice_month
+    -- every row's list is among the distinct lists (the view makes a missing list empty)
+    left join label_sets on bases.label_entries = label_sets.label_entries
 )
 
 select * from final

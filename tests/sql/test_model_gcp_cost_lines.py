@@ -248,3 +248,48 @@ def test_usage_seconds_from_time_usage_bounded_by_the_window(lines) -> None:
     assert lines["two-gpus-whole-hour"]["usage_seconds"] == 3600
     assert lines["ram-byte-seconds"]["usage_seconds"] == 3600
     assert lines["koku-egress"]["usage_seconds"] == 3600  # bytes: the window
+
+
+def expected_tags(labels: dict[str, str] | None) -> dict[str, str]:
+    """A row's tags: its labels, and each k8s-label/<key> also as <key> unless <key> is a label."""
+    found = dict(labels or {})
+    for key, value in (labels or {}).items():
+        if key.startswith("k8s-label/") and key[len("k8s-label/") :] not in found:
+            found[key[len("k8s-label/") :]] = value
+    return found
+
+
+def test_each_rows_tags_and_machine_are_its_own(tmp_path) -> None:
+    """Tags are made once per distinct label list and joined back to the rows, and the machine is
+    looked up in each row's system labels: every row gets its own, whichever rows share a list."""
+    pools = [
+        None,
+        {},
+        {"team": "nlp"},
+        {"team": "vision"},
+        {"team": "nlp", "user_attempt_id": "att-1"},
+        {"user_attempt_id": "att-1", "team": "nlp"},  # the same labels in another order
+        {"team": "nlp", "user_attempt_id": "att-2"},  # the same first label, another second
+        {"k8s-label/user_attempt_id": "att-2", "k8s-namespace": "nlp"},
+        {"k8s-label/user_attempt_id": "att-3", "user_attempt_id": "att-plain"},
+        {"k8s-label/team": "", "team": "x"},
+        {"goog-k8s-cluster-name": "c1", "k8s-label/app": "train", "k8s-label/tier": "gpu"},
+    ]
+    machines = [None, "a2-highgpu-1g", "a2-highgpu-2g"]
+    rows, wanted = [], []
+    for index in range(60):
+        labels = pools[(index * 7) % len(pools)]
+        machine = machines[index % len(machines)]
+        system = {"compute.googleapis.com/machine_spec": machine} if machine else {}
+        if index % 4 == 0:
+            system["compute.googleapis.com/cores"] = "12"
+        rows.append(gcp_row(cost=float(index), labels=labels, system_labels=system))
+        wanted.append((expected_tags(labels), machine))
+    delivery = write_gcp(tmp_path / "raw", rows)
+    con, report = build_models(tmp_path, [], deliveries=[delivery])
+    assert not report.check_failures
+    found = con.execute(
+        "select tags, instance_type from normalized.cost_lines where provider = 'gcp' "
+        "order by line_id"
+    ).fetchall()
+    assert [(dict(tags), machine) for tags, machine in found] == wanted
