@@ -18,8 +18,9 @@ from pipeline.warehouse.snapshots import open_database
 # DOUBLE columns (shares, hours, ratios) may differ in the last bits: Spark's double -> decimal
 # cast and Java's exp() are not DuckDB's (docs/scale.md); money and everything else is exact
 DOUBLE_RELATIVE = 1e-12
-# a surrogate key whose values are each engine's own hash (pipeline.dag.macros.LINE_PROFILE_KEY):
-# its tables are compared without it, and the view that joins on it must be equal too
+# a surrogate key whose values are each engine's own hash (the <source>_profile_key macros,
+# pipeline.dag.profile_macros): its tables are compared without it, and the view that joins on it
+# must be equal too
 ENGINE_KEYS = ("profile_key",)
 JOINED_VIEWS = ("normalized.cost_lines",)
 

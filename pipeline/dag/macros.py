@@ -10,43 +10,11 @@ they are.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from pipeline.common.errors import ModelError
+from pipeline.dag.macro import Macro
 from pipeline.dag.partitions import PARTITION, PARTITIONS
-
-_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-
-
-@dataclass(frozen=True)
-class Macro:
-    """``parameters`` are expressions (each substituted in parentheses); ``relations`` name the
-    parameters that are a table's alias instead, substituted as the bare name."""
-
-    name: str
-    parameters: tuple[str, ...]
-    body: str
-    relations: tuple[str, ...] = ()
-
-    def expand(self, arguments: list[str], where: str) -> str:
-        if not self.parameters and [value.strip() for value in arguments] == [""]:
-            arguments = []  # a call without arguments: name()
-        if len(arguments) != len(self.parameters):
-            raise ModelError(
-                f"{where}: {self.name}() takes {len(self.parameters)} arguments "
-                f"({', '.join(self.parameters)}), got {len(arguments)}"
-            )
-        values = {}
-        for name, value in zip(self.parameters, arguments, strict=True):
-            value = value.strip()
-            if name in self.relations and not _IDENTIFIER.match(value):
-                raise ModelError(
-                    f"{where}: {self.name}() takes the alias of a table as {name}, "
-                    f"such as cost_lines; got {value!r}"
-                )
-            values[name] = value if name in self.relations else f"({value})"
-        return self.body.format(**values)
-
+from pipeline.dag.profile_macros import FOCUS_UNIT, LINE_PROFILE_COLUMNS, PROFILE_MACROS
 
 # The rounding remainder: a line split into slices, each rounded to DECIMAL(38, 10), gives the
 # slice that takes the rest (the first by the model's order) the whole amount minus the other
@@ -163,191 +131,10 @@ IN_ALLOCATION_MODEL = Macro(
     "({allocation_models} in ('both', {allocation_model}))",
 )
 
-# A cost line's profile: the text columns with few values in a bill (its provider, account and
-# currency, category, service, usage type, account names, delivery, ...), which
-# normalized.cost_line_profiles stores once per distinct combination and normalized.cost_line_facts
-# names by a 64-bit key; the billing period (the published tables' folder), the resource, its name
-# and the tags stay with the line. Three of the four ledger keys are the profile's (contract version
-# 4): no per-line table stores them (docs/performance.md, session 30).
-PROFILE_COLUMNS = (
-    "provider",
-    "billing_account_id",
-    "billing_currency",
-    "source_delivery",
-    "source_file",
-    "billing_account_name",
-    "sub_account_id",
-    "sub_account_name",
-    "charge_category",
-    "charge_class",
-    "charge_description",
-    "provider_line_type",
-    "service_name",
-    "sku_id",
-    "usage_type",
-    "operation",
-    "region_id",
-    "availability_zone",
-    "instance_type",
-    "pricing_unit",
-    "resource_class",
-    "invoice_id",
-    "source_format",
-    "provider_name",
-    "publisher_name",
-    "invoice_issuer_name",
-    "service_category",
-    "charge_frequency",
-    "pricing_category",
-    "consumed_unit",
-    "commitment_discount_category",
-    "commitment_discount_id",
-    "commitment_discount_name",
-    "commitment_discount_status",
-    "commitment_discount_type",
-    "region_name",
-    "resource_type",
-    "sku_price_id",
-)
-
-# The profile columns of a relation, in PROFILE_COLUMNS order, for a select list.
-LINE_PROFILE_COLUMNS = Macro(
-    "line_profile_columns",
-    ("relation",),
-    ", ".join(f"{{relation}}.{column}" for column in PROFILE_COLUMNS),
-    relations=("relation",),
-)
-
-# The profile columns staging.focus_line_profiles computes from a FOCUS file's own columns (the
-# provider from provider_name); a FOCUS profile's other columns are the file's.
-_FOCUS_COMPUTED = (
-    "provider",
-    "provider_line_type",
-    "instance_type",
-    "resource_class",
-    "source_format",
-)
-
-# What each source's profile columns are computed from: the source columns (and the few per-line
-# tests, such as a Google Cloud adjustment's sign) its staging.<source>_line_profiles view reads, as
-# names or (name, expression over the line items' alias). A line's profile key hashes these, not the
-# profile columns: a hash of dictionary-encoded source text per line, while the profile columns
-# (CASE and LIKE rules) are computed once per profile instead of on every line, twice (about 4 CPU
-# s less at 10M lines, docs/performance.md, session 18).
-PROFILE_SOURCES = {
-    "aws": (
-        "payer_account_id",
-        "currency_code",
-        "source_delivery",
-        "source_file",
-        "payer_account_name",
-        "usage_account_id",
-        "usage_account_name",
-        "line_item_type",
-        "line_item_description",
-        "product_code",
-        "sku_id",
-        "usage_type",
-        "operation",
-        "region_code",
-        "availability_zone",
-        "instance_type",
-        "pricing_unit",
-        "invoice_id",
-        "invoicing_entity",
-        "billing_entity",
-        "pricing_term",
-        "savings_plan_arn",
-        "reservation_arn",
-        "region_name",
-        "product_family",
-    ),
-    "gcp": (
-        "billing_account_id",
-        "currency",
-        "source_delivery",
-        "source_file",
-        "project_id",
-        "project_name",
-        "cost_type",
-        "adjustment_id",
-        "adjustment_type",
-        "sku_description",
-        "service_description",
-        "sku_id",
-        "location_region",
-        "location_zone",
-        # looked up in the row's key/value list: no map is made per row for two keys
-        (
-            "machine_spec",
-            "list_filter({relation}.system_label_entries, "
-            "lambda e: e.key = 'compute.googleapis.com/machine_spec')[1].value",
-        ),
-        (
-            "is_unused_reservation",
-            "coalesce(list_filter({relation}.system_label_entries, "
-            "lambda e: e.key = 'compute.googleapis.com/is_unused_reservation')[1].value, '') "
-            "= 'true'",
-        ),
-        "usage_pricing_unit",
-        "usage_unit",
-        "seller_name",
-        ("is_credit_like", "{relation}.cost <= 0"),
-        ("has_committed_use_discount", "{relation}.credit_committed_usage_discount <> 0"),
-    ),
-    # a FOCUS file carries the profile's columns under their own names, but the five its view
-    # computes (staging.focus_line_profiles; the provider from provider_name)
-    "focus": tuple(column for column in PROFILE_COLUMNS if column not in _FOCUS_COMPUTED),
-}
-
-
-def _sources(source: str) -> list[tuple[str, str]]:
-    return [
-        (item, f"{{relation}}.{item}") if isinstance(item, str) else item
-        for item in PROFILE_SOURCES[source]
-    ]
-
-
-def _profile_macros(source: str) -> tuple[Macro, Macro, Macro]:
-    """`<source>_profile_key(relation)`: a line's profile key, a 64-bit hash of its profile sources
-    (63 bits, a BIGINT on both engines; Spark's is xxhash64, so the values are the engine's own),
-    led by the source's name so no two sources share a key; `<source>_profile_sources(relation)`:
-    the same sources under their names, for the select list of the profiles view; and
-    `<source>_sources_profile_key(relation)`: the same key over a relation of those named sources
-    (the profiles view's distinct combinations), equal to the key of every line that has them."""
-    items = _sources(source)
-    hashed = ", ".join(expression for _, expression in items)
-    listed = ", ".join(
-        expression if expression == f"{{relation}}.{name}" else f"{expression} as {name}"
-        for name, expression in items
-    )
-    named = ", ".join(f"{{relation}}.{name}" for name, _ in items)
-    return (
-        Macro(
-            f"{source}_profile_key",
-            ("relation",),
-            f"cast(hash('{source}', {hashed}) >> 1 as bigint)",
-            relations=("relation",),
-        ),
-        Macro(f"{source}_profile_sources", ("relation",), listed, relations=("relation",)),
-        Macro(
-            f"{source}_sources_profile_key",
-            ("relation",),
-            f"cast(hash('{source}', {named}) >> 1 as bigint)",
-            relations=("relation",),
-        ),
-    )
-
-
-PROFILE_MACROS = [macro for source in PROFILE_SOURCES for macro in _profile_macros(source)]
-
-# A FOCUS row's unit in lower case, its consumed unit before its pricing unit: usage seconds read
-# hours from it (staging.focus_cost_lines), the resource class its kind (focus_line_profiles).
-FOCUS_UNIT = Macro(
-    "focus_unit",
-    ("relation",),
-    "lower(coalesce({relation}.consumed_unit, {relation}.pricing_unit, ''))",
-    relations=("relation",),
+# The part of that rule a reader joins on its own: the slice belongs to both models (not only to
+# the one it is stored for). A model's slices are these and the others in_allocation_model keeps.
+IN_BOTH_ALLOCATION_MODELS = Macro(
+    "in_both_allocation_models", ("allocation_models",), "({allocation_models} = 'both')"
 )
 
 MACROS = {
@@ -362,6 +149,7 @@ MACROS = {
         IN_FIRST_PASS,
         FIRST_TAG_VALUE,
         IN_ALLOCATION_MODEL,
+        IN_BOTH_ALLOCATION_MODELS,
         LINE_CHECKSUMS,
         LINE_PROFILE_COLUMNS,
         *PROFILE_MACROS,

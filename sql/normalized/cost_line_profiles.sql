@@ -13,7 +13,7 @@ final as (
     -- two source combinations that give the same profile under one key are one row
     select distinct
         provider_profiles.profile_key,
-        -- a macro (pipeline/dag/macros.py): the profile columns, each under its own name
+        -- a macro (pipeline/dag/profile_macros.py): the profile columns, each under its own name
         line_profile_columns(provider_profiles)  -- noqa: AL03
     from provider_profiles
 )

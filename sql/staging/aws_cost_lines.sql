@@ -2,8 +2,8 @@
 -- grain: one row per billed line item (line_id); split-cost pod rows are excluded (they re-split instance rows)
 -- normalized.cost_lines unions this with the other providers' *_cost_lines views. Each line names its profile (the text
 -- columns with few values: provider, account, currency, category, service, usage type, ...) by profile_key, a hash of
--- the columns staging.aws_line_profiles computes them from (aws_profile_key, pipeline/dag/macros.py), never computing
--- them itself.
+-- the columns staging.aws_line_profiles computes them from (aws_profile_key, pipeline/dag/profile_macros.py), never
+-- computing them itself.
 with billed as (
     select * from staging.aws_billed_line_items
 ),

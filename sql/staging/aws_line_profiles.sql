@@ -1,8 +1,8 @@
 -- AWS CUR 2.0 line profiles: the text columns with few values in a bill, computed once per combination of sources.
 -- grain: one row per distinct combination of aws_profile_sources (profile_key)
 -- A profile's columns (FOCUS 1.2 meanings: category, service, resource class, ...) are computed from the line items'
--- source columns in aws_profile_sources (pipeline/dag/macros.py), once per distinct combination rather than on every
--- line; staging.aws_cost_lines names each line's profile by the same key over the same sources.
+-- source columns in aws_profile_sources (pipeline/dag/profile_macros.py), once per distinct combination rather than on
+-- every line; staging.aws_cost_lines names each line's profile by the same key over the same sources.
 -- normalized.cost_line_profiles unions this with the other providers' *_line_profiles views.
 with billed as (
     select * from staging.aws_billed_line_items

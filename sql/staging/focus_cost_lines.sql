@@ -3,7 +3,7 @@
 -- FOCUS already carries the four bases' meanings: BilledCost, EffectiveCost, ListCost; FOCUS has
 -- no net column, so net_cost is EffectiveCost. Rules for charge_category and resource_class: docs/focus.md. Each row
 -- names its profile (the text columns with few values, its provider, account and currency too) by profile_key, a hash
--- of the columns staging.focus_line_profiles computes them from (focus_profile_key, pipeline/dag/macros.py).
+-- of the columns staging.focus_line_profiles computes them from (focus_profile_key, pipeline/dag/profile_macros.py).
 with focus_line_items as (
     select * from staging.focus_line_items
 ),

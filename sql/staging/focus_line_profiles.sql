@@ -1,7 +1,7 @@
 -- FOCUS file line profiles: the text columns with few values, computed once per combination of their sources.
 -- grain: one row per distinct combination of focus_profile_sources (profile_key)
 -- A profile's columns are the file's own FOCUS columns, with charge_category and resource_class read as docs/focus.md
--- says, computed once per distinct combination of focus_profile_sources (pipeline/dag/macros.py) rather than on
+-- says, computed once per distinct combination of focus_profile_sources (pipeline/dag/profile_macros.py) rather than on
 -- every row; staging.focus_cost_lines names each row's profile by the same key over the same sources.
 -- normalized.cost_line_profiles unions this with the other providers' *_line_profiles views.
 with focus_line_items as (

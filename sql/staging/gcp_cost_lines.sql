@@ -2,7 +2,7 @@
 -- grain: one row per export row (line_id); billing_period is the invoice month, never the usage month
 -- normalized.cost_lines unions this with the other providers' *_cost_lines views (docs/gcp.md). Each line names its
 -- profile (the text columns with few values: provider, account, currency, category, service, ...) by profile_key, a
--- hash of the columns staging.gcp_line_profiles computes them from (gcp_profile_key, pipeline/dag/macros.py).
+-- hash of the columns staging.gcp_line_profiles computes them from (gcp_profile_key, pipeline/dag/profile_macros.py).
 with gcp_line_items as (
     select * from staging.gcp_billing_line_items
 ),

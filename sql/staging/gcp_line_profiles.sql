@@ -1,8 +1,9 @@
 -- Google Cloud billing export line profiles: the few-valued text columns, computed once per combination of sources.
 -- grain: one row per distinct combination of gcp_profile_sources (profile_key)
 -- A profile's columns (FOCUS 1.2 meanings: category, service, resource class, ...) are computed from the export's
--- source columns and per-row tests in gcp_profile_sources (pipeline/dag/macros.py), once per distinct combination
--- rather than on every row; staging.gcp_cost_lines names each row's profile by the same key over the same sources.
+-- source columns and per-row tests in gcp_profile_sources (pipeline/dag/profile_macros.py), once per distinct
+-- combination rather than on every row; staging.gcp_cost_lines names each row's profile by the same key over the same
+-- sources.
 -- normalized.cost_line_profiles unions this with the other providers' *_line_profiles views (docs/gcp.md).
 with gcp_line_items as (
     select * from staging.gcp_billing_line_items

@@ -13,8 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pipeline.common.errors import ModelError
-from pipeline.dag.macros import PROFILE_COLUMNS, PROFILE_SOURCES, expand_macros
+from pipeline.dag.macros import expand_macros
 from pipeline.dag.models import discover, parse_model, sql_root
+from pipeline.dag.profile_macros import PROFILE_COLUMNS, PROFILE_SOURCES
 
 
 def test_a_call_becomes_the_rule_with_its_arguments() -> None:
@@ -113,23 +114,31 @@ def test_the_line_id_rule_is_written_once() -> None:
 
 def test_a_stored_slice_belongs_to_both_models_or_to_its_own() -> None:
     sql = expand_macros(
-        "select models, model, in_allocation_model(models, model) as belongs "
+        "select models, model, in_allocation_model(models, model) as belongs, "
+        "in_both_allocation_models(models) as shared "
         "from (select unnest(['both', 'marginal', 'fully_loaded']) as models), "
         "(select unnest(['marginal', 'fully_loaded']) as model) order by all",
         "x",
     )
     rows = duckdb.connect().execute(sql).fetchall()
-    assert [(models, model) for models, model, belongs in rows if belongs] == [
+    assert [(models, model) for models, model, belongs, _ in rows if belongs] == [
         ("both", "fully_loaded"),
         ("both", "marginal"),
         ("fully_loaded", "fully_loaded"),
         ("marginal", "marginal"),
     ]
+    # a slice of both models belongs to each; any other belongs to the model it names alone
+    assert [(models, model) for models, model, belongs, shared in rows if shared] == [
+        ("both", "fully_loaded"),
+        ("both", "marginal"),
+    ]
+    assert all(belongs == (shared or models == model) for models, model, belongs, shared in rows)
 
 
 def test_the_allocation_model_rule_is_written_once() -> None:
-    """No model tests `in ('both', ...)` itself: the readers of the stored slices call the macro."""
-    spelled = re.compile(r"\bin\s*\(\s*'both'\s*,", re.IGNORECASE)
+    """No model tests `in ('both', ...)` or `= 'both'` itself: the readers of the stored slices
+    call the macros."""
+    spelled = re.compile(r"\bin\s*\(\s*'both'\s*,|(=|<>|!=)\s*'both'", re.IGNORECASE)
     copies = [
         path.name
         for path in sql_root().rglob("*.sql")
@@ -146,6 +155,7 @@ def test_the_allocation_model_rule_is_written_once() -> None:
         "marts.tco_breakdown",
         "marts.unallocated_costs",
     ]
+    assert callers("in_both_allocation_models(") == ["marts.attempt_costs"]
 
 
 @pytest.mark.parametrize("source", sorted(PROFILE_SOURCES))

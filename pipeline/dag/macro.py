@@ -1,0 +1,41 @@
+"""A macro: a rule written once, expanded into a model's SQL where the model calls it
+(pipeline.dag.macros holds the rules and does the expanding)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from pipeline.common.errors import ModelError
+
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+@dataclass(frozen=True)
+class Macro:
+    """``parameters`` are expressions (each substituted in parentheses); ``relations`` name the
+    parameters that are a table's alias instead, substituted as the bare name."""
+
+    name: str
+    parameters: tuple[str, ...]
+    body: str
+    relations: tuple[str, ...] = ()
+
+    def expand(self, arguments: list[str], where: str) -> str:
+        if not self.parameters and [value.strip() for value in arguments] == [""]:
+            arguments = []  # a call without arguments: name()
+        if len(arguments) != len(self.parameters):
+            raise ModelError(
+                f"{where}: {self.name}() takes {len(self.parameters)} arguments "
+                f"({', '.join(self.parameters)}), got {len(arguments)}"
+            )
+        values = {}
+        for name, value in zip(self.parameters, arguments, strict=True):
+            value = value.strip()
+            if name in self.relations and not _IDENTIFIER.match(value):
+                raise ModelError(
+                    f"{where}: {self.name}() takes the alias of a table as {name}, "
+                    f"such as cost_lines; got {value!r}"
+                )
+            values[name] = value if name in self.relations else f"({value})"
+        return self.body.format(**values)
