@@ -8,6 +8,16 @@ allocation_models as (
     select unnest(['marginal', 'fully_loaded']) as allocation_model
 ),
 
+mixed_attempts as (
+    -- attempts whose slices, of any model, are in more than one currency: only these can break the
+    -- rule under a model, so only their slices are read again per model
+    select cost_slices.attempt_id
+    from cost_slices
+    where cost_slices.attempt_id is not null
+    group by cost_slices.attempt_id
+    having min(cost_slices.billing_currency) <> max(cost_slices.billing_currency)
+),
+
 stored_currencies as (
     -- each stored slice read once, by the models it belongs to, before the models are expanded
     select distinct
@@ -15,7 +25,7 @@ stored_currencies as (
         cost_slices.attempt_id,
         cost_slices.billing_currency
     from cost_slices
-    where cost_slices.attempt_id is not null
+    semi join mixed_attempts on cost_slices.attempt_id = mixed_attempts.attempt_id
 ),
 
 final as (

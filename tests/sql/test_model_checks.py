@@ -207,6 +207,7 @@ def test_no_double_counting_fails_on_a_split_cost_row(built):
 
 
 def test_one_currency_per_attempt_fails_on_mixed_currencies(build):
+    """Only the attempt drawing two currencies fails: a2 is billed in EUR alone, a3 in USD."""
     lines = [
         cur_line(line_item_unblended_cost=1.0, resource_tags={"user_attempt_id": "a1"}),
         cur_line(
@@ -214,6 +215,12 @@ def test_one_currency_per_attempt_fails_on_mixed_currencies(build):
             line_item_currency_code="EUR",
             resource_tags={"user_attempt_id": "a1"},
         ),
+        cur_line(
+            line_item_unblended_cost=3.0,
+            line_item_currency_code="EUR",
+            resource_tags={"user_attempt_id": "a2"},
+        ),
+        cur_line(line_item_unblended_cost=4.0, resource_tags={"user_attempt_id": "a3"}),
     ]
 
     con, report = build(lines, ATTEMPTS, [])
