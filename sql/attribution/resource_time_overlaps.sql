@@ -2,13 +2,14 @@
 -- grain: one row per (resource_id, charge_period_start, charge_period_end) window an attempt held
 -- Every line of one resource in one charge window has the same overlaps, so they are computed once per
 -- window, never per line (no hash table keyed by line_id). `holders` lists the holders with a positive
--- overlap; slice_rank 1 (largest overlap, then attempt id) takes a placed line's rounding remainder.
+-- overlap; slice_rank 1 (largest overlap, then attempt id) takes a placed line's rounding remainder, the others
+-- are 2.
 -- A window of one hour (every line of an hourly bill) whose hour one held interval alone reaches (most of them:
 -- attempts on a node follow each other) has one row, its holder's: it takes its list as it is, without the sum
--- per window and attempt or the ranking, which sort or hash every row (docs/performance.md, session 28). The
--- others are summed per window and attempt and ranked; a window one attempt held then still gets its list row
--- by row, and only windows several attempts shared are grouped into lists, an aggregate that cost about half of
--- the model's CPU when every window took it (session 15).
+-- per window and attempt or the list aggregate, which hash every row (docs/performance.md, session 28; the
+-- aggregate cost about half of the model's CPU when every window took it, session 15). The others are summed
+-- per window and attempt, then grouped per window into their list with the holder that takes the rest: one
+-- aggregate, where a window function sorted the rows to rank them before (session 36).
 -- Both sides are cut at hour boundaries and equi-joined on (resource_id, hour_start_us): a hash join
 -- with only a time-overlap filter goes quadratic on long-lived nodes with many short attempts. Hours are
 -- counted in microseconds since the epoch (hour_start_us, epoch_us): truncating and adding intervals to
@@ -181,65 +182,49 @@ window_overlaps as (
     having sum(hour_overlaps.overlap_us) > 0
 ),
 
-ranked as (
+window_holders as (
+    -- each window's holders in one aggregate: their total, their list and the one that takes a
+    -- placed line's rounding remainder (the largest overlap, then the smallest attempt id). Ranking
+    -- the window's rows with a window function sorted them, then the list was grouped again; only
+    -- rank 1 is read (line_attributions), so the others are 2 (docs/performance.md, session 36)
     select
-        window_overlaps.*,
-        row_number() over (
-            partition by
-                window_overlaps.resource_id,
-                window_overlaps.charge_period_start,
-                window_overlaps.charge_period_end
-            order by window_overlaps.overlap_us desc, window_overlaps.attempt_id asc
-        ) as slice_rank,
-        -- the holders of the window; the same partition and order as slice_rank, so both come
-        -- from one sort of the window's rows
-        count(*) over (
-            partition by
-                window_overlaps.resource_id,
-                window_overlaps.charge_period_start,
-                window_overlaps.charge_period_end
-            order by window_overlaps.overlap_us desc, window_overlaps.attempt_id asc
-            rows between unbounded preceding and unbounded following
-        ) as holder_count
+        window_overlaps.resource_id,
+        window_overlaps.charge_period_start,
+        window_overlaps.charge_period_end,
+        sum(window_overlaps.overlap_us) as total_overlap_us,
+        arg_min(
+            window_overlaps.attempt_id,
+            { 'overlap_key': -window_overlaps.overlap_us, 'attempt_id': window_overlaps.attempt_id }
+        ) as first_attempt_id,
+        list({
+            'attempt_id': window_overlaps.attempt_id,
+            'experiment_id': window_overlaps.experiment_id,
+            'overlap_us': window_overlaps.overlap_us,
+            'gpu_count': window_overlaps.gpu_count
+        }) as listed
     from window_overlaps
+    group by window_overlaps.resource_id, window_overlaps.charge_period_start, window_overlaps.charge_period_end
 ),
 
-ranked_holders as (
-    -- each holder as the list entry line_attributions reads
+ranked_windows as (
     select
-        ranked.*,
-        {
-            'attempt_id': ranked.attempt_id,
-            'experiment_id': ranked.experiment_id,
-            'overlap_us': ranked.overlap_us,
-            'gpu_count': ranked.gpu_count,
-            'slice_rank': ranked.slice_rank
-        } as holder
-    from ranked
-),
-
-single_holder as (
-    -- the window's one holder: its list and total need no aggregate
-    select
-        ranked_holders.resource_id,
-        ranked_holders.charge_period_start,
-        ranked_holders.charge_period_end,
-        ranked_holders.overlap_us as total_overlap_us,
-        [ranked_holders.holder] as holders
-    from ranked_holders
-    where ranked_holders.holder_count = 1
-),
-
-several_holders as (
-    select
-        ranked_holders.resource_id,
-        ranked_holders.charge_period_start,
-        ranked_holders.charge_period_end,
-        sum(ranked_holders.overlap_us) as total_overlap_us,
-        array_agg(ranked_holders.holder) as holders
-    from ranked_holders
-    where ranked_holders.holder_count > 1
-    group by ranked_holders.resource_id, ranked_holders.charge_period_start, ranked_holders.charge_period_end
+        window_holders.resource_id,
+        window_holders.charge_period_start,
+        window_holders.charge_period_end,
+        window_holders.total_overlap_us,
+        list_transform(
+            window_holders.listed,
+            lambda holder: {
+                'attempt_id': holder.attempt_id,
+                'experiment_id': holder.experiment_id,
+                'overlap_us': holder.overlap_us,
+                'gpu_count': holder.gpu_count,
+                'slice_rank': cast(
+                    case when holder.attempt_id = window_holders.first_attempt_id then 1 else 2 end as bigint
+                )
+            }
+        ) as holders
+    from window_holders
 ),
 
 sole_holders as (
@@ -265,9 +250,7 @@ sole_holders as (
 final as (
     select * from sole_holders
     union all
-    select * from single_holder
-    union all
-    select * from several_holders
+    select * from ranked_windows
 )
 
 select * from final
