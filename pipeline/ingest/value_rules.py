@@ -119,24 +119,27 @@ def window(start: str, end: str, start_value: str | None = None, end_value: str 
     )
 
 
-def currency(column: str, value: str | None = None) -> Rule:
-    """A three-letter ISO 4217 code, never empty."""
+def _spelled(column: str, value: str | None, pattern: str, wanted: str) -> Rule:
+    """Text that matches ``pattern`` whole (a regular expression), never NULL or empty."""
     value = _value(column, value)
     return Rule(
-        column,
-        f"not regexp_full_match(coalesce({value}::varchar, ''), '[A-Z]{{3}}')",
-        value,
-        "a three-letter ISO 4217 code such as USD (never empty)",
+        column, f"not regexp_full_match(coalesce({value}::varchar, ''), '{pattern}')", value, wanted
+    )
+
+
+def currency(column: str, value: str | None = None) -> Rule:
+    """A three-letter ISO 4217 code, never empty."""
+    return _spelled(
+        column, value, "[A-Z]{3}", "a three-letter ISO 4217 code such as USD (never empty)"
     )
 
 
 def month(column: str, value: str | None = None) -> Rule:
     """A month as YYYYMM text (an invoice month such as 202611), never empty."""
-    value = _value(column, value)
-    return Rule(
+    return _spelled(
         column,
-        f"not regexp_full_match(coalesce({value}::varchar, ''), '[0-9]{{4}}(0[1-9]|1[0-2])')",
         value,
+        "[0-9]{4}(0[1-9]|1[0-2])",
         "a month written YYYYMM such as 202611 (never empty)",
     )
 
