@@ -78,7 +78,9 @@ def _hours(begin: datetime, end: datetime) -> set[datetime]:
 
 
 def expected_overlaps(drawn_windows: list, drawn_intervals: list) -> dict:
-    """window -> (total microseconds, [(attempt, experiment, us, gpus, rank)]), in Python."""
+    """window -> (total microseconds, [(attempt, experiment, us, gpus, rank)]), in Python: rank 1
+    is the holder that takes a placed line's rounding remainder (the largest overlap, then the
+    smallest attempt id), every other is 2; the list by rank, then attempt."""
     horizon = max(start + length for _, start, length in drawn_windows)
     held = [
         (f"a{attempt}", resource, begin, horizon if length is None else begin + length, gpus)
@@ -107,10 +109,13 @@ def expected_overlaps(drawn_windows: list, drawn_intervals: list) -> dict:
         if holders:
             result[resource, start, end] = (
                 sum(us for _, us in holders),
-                [
-                    (attempt, "e", us, gpus[attempt], rank)
-                    for rank, (attempt, us) in enumerate(holders, start=1)
-                ],
+                sorted(
+                    (
+                        (attempt, "e", us, gpus[attempt], 1 if place == 0 else 2)
+                        for place, (attempt, us) in enumerate(holders)
+                    ),
+                    key=lambda holder: (holder[4], holder[0]),
+                ),
             )
     return result
 
@@ -171,7 +176,9 @@ def test_each_window_lists_its_holders_with_the_seconds_they_held(
                     holder["gpu_count"],
                     holder["slice_rank"],
                 )
-                for holder in sorted(holders, key=lambda holder: holder["slice_rank"])
+                for holder in sorted(
+                    holders, key=lambda holder: (holder["slice_rank"], holder["attempt_id"])
+                )
             ],
         )
         for resource, start, end, total, holders in rows
