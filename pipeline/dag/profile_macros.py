@@ -70,6 +70,13 @@ _FOCUS_COMPUTED = (
     "source_format",
 )
 
+
+def _system_label(key: str) -> str:
+    """A Google Cloud row's system label ``key`` (NULL when absent), looked up in the row's
+    key/value list: no map is made on every row for the two keys a profile reads."""
+    return f"list_filter({{relation}}.system_label_entries, lambda e: e.key = '{key}')[1].value"
+
+
 # What each source's profile columns are computed from: the source columns (and the few per-line
 # tests, such as a Google Cloud adjustment's sign) its staging.<source>_line_profiles view reads, as
 # names or (name, expression over the line items' alias). A line's profile key hashes these, not the
@@ -119,16 +126,10 @@ PROFILE_SOURCES = {
         "sku_id",
         "location_region",
         "location_zone",
-        # looked up in the row's key/value list: no map is made per row for two keys
-        (
-            "machine_spec",
-            "list_filter({relation}.system_label_entries, "
-            "lambda e: e.key = 'compute.googleapis.com/machine_spec')[1].value",
-        ),
+        ("machine_spec", _system_label("compute.googleapis.com/machine_spec")),
         (
             "is_unused_reservation",
-            "coalesce(list_filter({relation}.system_label_entries, "
-            "lambda e: e.key = 'compute.googleapis.com/is_unused_reservation')[1].value, '') "
+            f"coalesce({_system_label('compute.googleapis.com/is_unused_reservation')}, '') "
             "= 'true'",
         ),
         "usage_pricing_unit",

@@ -54,8 +54,8 @@ label_sets as (
 invoice_periods as (
     -- each invoice month's period once, joined to its rows: read through the Pacific time zone's
     -- calendar on every row, the start and end cost about 2.5 CPU s per 10M rows (docs/performance.md,
-    -- session 35). A left join: a row is never dropped, and one without an invoice month (which the
-    -- export files' ingest refuses) keeps a NULL period, as when each row computed its own.
+    -- session 35). A left join: a row is never dropped, and one without an invoice month (which
+    -- ingest refuses, from files and from BigQuery) keeps a NULL period, as when each row computed its own.
     select
         invoice_months.invoice_month,
         substr(invoice_months.invoice_month, 1, 4) || '-' || substr(invoice_months.invoice_month, 5, 2)
