@@ -12,6 +12,7 @@ import pyarrow as pa
 
 from pipeline.common.errors import InputError
 from pipeline.telemetry.canonical import arrow_schema, empty_table
+from pipeline.telemetry.merge import merge
 
 log = logging.getLogger("runcost")
 
@@ -168,73 +169,3 @@ def read_sources(config: Any) -> dict[str, pa.Table]:
         }
         batches.append((label, read(source, label)))
     return merge(batches)
-
-
-# ---- merging sources ---------------------------------------------------------------------
-
-
-def _identity(row: Mapping[str, Any]) -> tuple[str, str]:
-    """(source kind, native id) of an attempt row; canonical rows carry neither tag."""
-    tags = dict(row["tags"] or [])
-    return tags.get("source", "canonical"), tags.get("source_native_id", row["attempt_id"])
-
-
-def merge(batches: Iterable[tuple[str, Mapping[str, pa.Table]]]) -> dict[str, pa.Table]:
-    """Merge (label, tables) batches in order into the four canonical tables.
-
-    Identity rules: an attempt id reported again by the same source for the same native record
-    updates the attempt (the last batch wins; its resources and events replace the earlier ones
-    when it has any, else the earlier ones stay); the same attempt id from a different source or
-    native record is an InputError (two different attempts never merge). Experiments: last wins.
-    """
-    attempts: dict[str, dict[str, Any]] = {}
-    origin: dict[str, str] = {}
-    children: dict[str, dict[str, list[dict[str, Any]]]] = {
-        "attempt_resources": {},
-        "attempt_events": {},
-    }
-    experiments: dict[str, dict[str, Any]] = {}
-    for label, tables in batches:
-        for row in _rows(tables, "attempts"):
-            attempt_id = row["attempt_id"]
-            if attempt_id in attempts and _identity(attempts[attempt_id]) != _identity(row):
-                was_source, was_id = _identity(attempts[attempt_id])
-                source, native = _identity(row)
-                raise InputError(
-                    f"{label}: attempt id {attempt_id!r} ({source} record {native!r}) is already "
-                    f"used by {origin[attempt_id]} ({was_source} record {was_id!r}); two "
-                    "different attempts never merge: give one of them another attempt id tag "
-                    "(or drop the attempt id tag option so runcost prefixes the source's own id)"
-                )
-            attempts[attempt_id] = row
-            origin[attempt_id] = label
-        for name, by_attempt in children.items():
-            fresh: dict[str, list[dict[str, Any]]] = {}
-            for row in _rows(tables, name):
-                fresh.setdefault(row["attempt_id"], []).append(row)
-            by_attempt.update(fresh)
-        for row in _rows(tables, "experiments"):
-            experiments[row["experiment_id"]] = row
-    merged = {"attempts": table("attempts", _untagged(attempts.values()))}
-    for name, by_attempt in children.items():
-        unknown = sorted(set(by_attempt) - set(attempts))
-        if unknown:
-            shown = ", ".join(map(repr, unknown[:5]))
-            raise InputError(
-                f"telemetry: {name} name attempt(s) no source reports ({shown}"
-                f"{f' and {len(unknown) - 5} more' if len(unknown) > 5 else ''}); add the "
-                "attempts or remove the rows"
-            )
-        merged[name] = table(name, [row for rows in by_attempt.values() for row in rows])
-    merged["experiments"] = table("experiments", experiments.values())
-    return merged
-
-
-def _rows(tables: Mapping[str, pa.Table], name: str) -> list[dict[str, Any]]:
-    found = tables.get(name)
-    return [] if found is None else found.to_pylist()
-
-
-def _untagged(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Rows whose tags (pylist: [(key, value), ...]) become dicts again, for table()."""
-    return [{**row, "tags": dict(row["tags"] or [])} for row in rows]

@@ -7,10 +7,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipeline.telemetry.adapters import merge, table
+from pipeline.telemetry.merge import TABLES, canonical, merge
 from pipeline.warehouse.snapshots import current_snapshot
-
-TABLES = ("attempts", "attempt_resources", "attempt_events", "experiments")
 
 
 def published_telemetry(warehouse: Path) -> dict[str, pa.Table] | None:
@@ -19,16 +17,10 @@ def published_telemetry(warehouse: Path) -> dict[str, pa.Table] | None:
     if current is None:
         return None
     folder = Path(current["snapshot"]) / "telemetry"
-    tables: dict[str, pa.Table] = {}
-    for name in TABLES:
-        path = folder / f"{name}.parquet"
-        if not path.is_file():
-            return None
-        rows = pq.read_table(path).to_pylist()
-        if name == "attempts":
-            rows = [{**row, "tags": dict(row["tags"] or [])} for row in rows]
-        tables[name] = table(name, rows)
-    return tables
+    paths = {name: folder / f"{name}.parquet" for name in TABLES}
+    if not all(path.is_file() for path in paths.values()):
+        return None
+    return {name: canonical(pq.read_table(path), name) for name, path in paths.items()}
 
 
 def keep_published(warehouse: Path, delivered: dict[str, pa.Table]) -> dict[str, pa.Table]:

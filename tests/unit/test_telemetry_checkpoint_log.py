@@ -12,6 +12,7 @@ from pipeline.common.errors import InputError
 from pipeline.telemetry import adapters
 from pipeline.telemetry.canonical import arrow_schema
 from pipeline.telemetry.checkpoint_log import read
+from pipeline.telemetry.merge import merge
 
 JOB = "llm-7b-pretrain"
 
@@ -135,9 +136,9 @@ def test_events_join_the_attempts_another_source_reports(tmp_path: Path) -> None
             {"attempt_id": f"{JOB}#2", "experiment_id": "exp", "status": "succeeded"},
         ],
     )
-    merged = adapters.merge(
+    merged = merge(
         [("k8s", {"attempts": attempts}), ("log", read(source(log, timezone="UTC"), "log"))]
     )
     assert merged["attempt_events"].num_rows == len(RESTARTED)
     with pytest.raises(InputError, match="attempt_events name attempt"):
-        adapters.merge([("log", read(source(log, timezone="UTC"), "log"))])
+        merge([("log", read(source(log, timezone="UTC"), "log"))])

@@ -12,8 +12,9 @@ from mlflow_store import empty_store
 from pipeline.common.errors import ConfigError, InputError
 from pipeline.config.loader import parse_config
 from pipeline.telemetry import adapters
-from pipeline.telemetry.adapters import merge, read, read_sources, table
+from pipeline.telemetry.adapters import read, read_sources, table
 from pipeline.telemetry.canonical import arrow_schema
+from pipeline.telemetry.merge import merge
 
 UTC = dt.UTC
 
