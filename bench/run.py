@@ -2,6 +2,7 @@
 
     python bench/run.py --rows 10_000_000 [--skew] [--memory-limit 4GB] [--out bench/out/x.json]
     python bench/run.py --rows 1_000_000 --engine spark --no-pandas --no-floor
+    python bench/run.py --rows 1_000_000 --skew --nightly   (a second run over the first's snapshot)
 
 Every measured part runs in a child process (this file with --child) so its peak RSS is its own.
 """
@@ -60,6 +61,11 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--subset", type=_rows, default=1_000_000, help="pandas subset rows")
     parser.add_argument("--no-pandas", action="store_true")
     parser.add_argument("--no-floor", action="store_true")
+    parser.add_argument(
+        "--nightly",
+        action="store_true",
+        help="run the pipeline again over the first run's snapshot (the next night's run)",
+    )
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--dataset", type=Path, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--warehouse", type=Path, default=None, help=argparse.SUPPRESS)
@@ -117,6 +123,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.threads:
         extra += ["--threads", str(args.threads)]
     result["pipeline"] = _child("pipeline", extra)
+    if args.nightly:
+        result["nightly"] = _child("pipeline", extra)
     if not args.no_floor:
         result["floor"] = _child("floor", extra)
     if not args.no_pandas:
@@ -217,6 +225,8 @@ def summarize(result: dict) -> None:
         cpu_per_subset = pipe["cpu_seconds"] / rows * pandas["lines"]
         ratios["pandas_over_pipeline_cpu"] = pandas["cpu_seconds"] / cpu_per_subset
         ratios["pandas_rss_over_pipeline_rss"] = pandas["peak_rss_mb"] / pipe["peak_rss_mb"]
+    if "nightly" in result:
+        ratios["nightly_over_first_cpu"] = result["nightly"]["cpu_seconds"] / pipe["cpu_seconds"]
     result["ratios"] = ratios
 
 
@@ -265,6 +275,14 @@ def render(result: dict) -> str:
         lines.append(
             f"{'pandas 1M':<12} {pandas['seconds']:>9.2f} {pandas['cpu_seconds']:>8.2f} "
             f"{pandas['lines'] / pandas['seconds']:>12,.0f} {pandas['peak_rss_mb']:>12,.0f}"
+        )
+    if "nightly" in result:
+        nightly = result["nightly"]
+        same = nightly["published"] == pipe["published"]
+        lines.append(
+            f"{'nightly':<12} {nightly['total_seconds']:>9.2f} {nightly['cpu_seconds']:>8.2f} "
+            f"{rows / nightly['total_seconds']:>12,.0f} {nightly['peak_rss_mb']:>12,.0f}  "
+            f"(over the first run's snapshot; correct: {nightly['correct']}, same totals: {same})"
         )
     for name, value in result["ratios"].items():
         lines.append(f"{name}: {value:.2f}")

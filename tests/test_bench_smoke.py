@@ -56,6 +56,7 @@ def test_bench_run_smoke(tmp_path: Path) -> None:
     out = tmp_path / "result.json"
     command = [sys.executable, str(ROOT / "bench" / "run.py"), "--rows", "20_000"]
     command += ["--data", str(tmp_path / "data"), "--out", str(out), "--subset", "20_000"]
+    command.append("--nightly")
     has_pandas = importlib.util.find_spec("pandas") is not None  # the `bench` extra
     if not has_pandas:
         command.append("--no-pandas")
@@ -75,3 +76,8 @@ def test_bench_run_smoke(tmp_path: Path) -> None:
         assert "pandas_over_pipeline" in result["ratios"]
     assert pipeline["disk_peaks"]["warehouse"]["bytes"] > 0  # the snapshot, at least
     assert result["repeat_identical"] is None  # first run on a fresh dataset
+    # the next night's run, over the first run's snapshot, publishes the same totals
+    nightly = result["nightly"]
+    assert nightly["correct"], nightly["problems"]
+    assert nightly["published"] == pipeline["published"]
+    assert result["ratios"]["nightly_over_first_cpu"] > 0
