@@ -16,6 +16,8 @@ from pipeline.telemetry.canonical import arrow_schema, empty_table
 
 TABLES = ("attempts", "attempt_resources", "attempt_events", "experiments")
 CHILDREN = ("attempt_resources", "attempt_events")
+# above this many runs of consecutive rows, the kept rows are copied, not sliced (_kept_rows)
+MAX_SLICES = 64
 # an attempt row without these tags is its own canonical record
 DEFAULT_SOURCE = "canonical"
 
@@ -41,14 +43,14 @@ def merge(batches: Iterable[tuple[str, Mapping[str, pa.Table]]]) -> dict[str, pa
         _refuse_conflicts(
             identities.join(kept.filter("mixed"), on="attempt_id", how="semi"), labels
         )
-    merged = {"attempts": attempts.take(_in_first_order(kept))}
+    merged = {"attempts": _kept_rows(attempts, _in_first_order(kept))}
     for name in CHILDREN:
         table, child_keys = stacked[name]
         _refuse_unknown(name, child_keys, kept)
-        merged[name] = table.take(_last_batch_per_key(child_keys))
+        merged[name] = _kept_rows(table, _last_batch_per_key(child_keys))
     experiments, experiment_keys = stacked["experiments"]
-    merged["experiments"] = experiments.take(
-        _in_first_order(_per_key(experiment_keys, "experiment_id"))
+    merged["experiments"] = _kept_rows(
+        experiments, _in_first_order(_per_key(experiment_keys, "experiment_id"))
     )
     return merged
 
@@ -138,9 +140,9 @@ def _per_key(keys: pl.DataFrame, key: str) -> pl.DataFrame:
     return keys.group_by(key).agg(found)
 
 
-def _in_first_order(kept: pl.DataFrame) -> pa.Array:
+def _in_first_order(kept: pl.DataFrame) -> pl.Series:
     """The rows to keep, the last of each key, in the order the keys first appeared."""
-    return kept.sort("first").get_column("last").to_arrow()
+    return kept.sort("first").get_column("last")
 
 
 def _last_batch_per_key(keys: pl.DataFrame) -> pa.Array:
@@ -150,7 +152,27 @@ def _last_batch_per_key(keys: pl.DataFrame) -> pa.Array:
         first=pl.col("pos").min().over("attempt_id"),
         last_batch=pl.col("batch").max().over("attempt_id"),
     ).filter(pl.col("batch") == pl.col("last_batch"))
-    return kept.sort("first", "pos").get_column("pos").to_arrow()
+    return kept.sort("first", "pos").get_column("pos")
+
+
+def _kept_rows(table: pa.Table, rows: pl.Series) -> pa.Table:
+    """The rows of ``table`` at ``rows``, in that order. Runs of consecutive rows are sliced, not
+    copied: a delivery that repeats what was published (or adds to its end) keeps whole runs of
+    one batch, and a copy of them would be a third set of the telemetry in memory."""
+    if rows.len() == 0:
+        return table.slice(0, 0)
+    starts = (rows.diff() != 1).fill_null(True)
+    if starts.sum() > MAX_SLICES:
+        return table.take(rows.to_arrow())
+    runs = (
+        pl.DataFrame({"row": rows, "run": starts.cum_sum()})
+        .group_by("run")
+        .agg(start=pl.col("row").first(), length=pl.len())
+    )
+    return pa.concat_tables(
+        table.slice(start, length)
+        for start, length in runs.sort("run").select("start", "length").iter_rows()
+    )
 
 
 def _refuse_unknown(name: str, child_keys: pl.DataFrame, attempts: pl.DataFrame) -> None:

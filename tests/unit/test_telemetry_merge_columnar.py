@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pipeline.common.errors import InputError
+from pipeline.telemetry import merge as merging
 from pipeline.telemetry.adapters import table
 from pipeline.telemetry.canonical import arrow_schema
 from pipeline.telemetry.merge import TABLES, canonical, merge
@@ -127,10 +128,14 @@ def test_the_columnar_merge_keeps_the_rows_and_order_the_row_rules_keep(drawn) -
         else:
             assert refused.args[0] in said
         return
-    merged = merge(drawn)
-    for name in TABLES:
-        assert merged[name].schema == arrow_schema(name)
-        assert merged[name].to_pylist() == expected[name], name
+    # kept rows sliced in runs (a few runs here), then copied (no run is sliced)
+    for max_slices in (merging.MAX_SLICES, 0):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(merging, "MAX_SLICES", max_slices)
+            merged = merge(drawn)
+        for name in TABLES:
+            assert merged[name].schema == arrow_schema(name)
+            assert merged[name].to_pylist() == expected[name], (name, max_slices)
 
 
 def test_a_published_table_is_made_canonical() -> None:
