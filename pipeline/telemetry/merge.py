@@ -161,17 +161,14 @@ def _kept_rows(table: pa.Table, rows: pl.Series) -> pa.Table:
     one batch, and a copy of them would be a third set of the telemetry in memory."""
     if rows.len() == 0:
         return table.slice(0, 0)
-    starts = (rows.diff() != 1).fill_null(True)
-    if starts.sum() > MAX_SLICES:
+    # where each run starts (the first row, and every row that does not follow the one before)
+    starts = (rows.diff() != 1).fill_null(True).arg_true()
+    if starts.len() > MAX_SLICES:
         return table.take(rows.to_arrow())
-    runs = (
-        pl.DataFrame({"row": rows, "run": starts.cum_sum()})
-        .group_by("run")
-        .agg(start=pl.col("row").first(), length=pl.len())
-    )
+    first = starts.to_list()
+    ends = [*first[1:], rows.len()]
     return pa.concat_tables(
-        table.slice(start, length)
-        for start, length in runs.sort("run").select("start", "length").iter_rows()
+        table.slice(rows[start], end - start) for start, end in zip(first, ends, strict=True)
     )
 
 
