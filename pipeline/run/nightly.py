@@ -131,8 +131,9 @@ def _run(
         # The build reads the telemetry from its Parquet (its tables with Spark) now. Kept, the
         # Arrow tables would stay resident for the whole run, outside memory_limit: 0.9 GB for
         # 600,000 attempts, 1.2M intervals. Arrow's allocator keeps the pages it freed (the
-        # merge over the published telemetry allocates them), so they are handed back too:
-        # the build then starts as small as it would without the merge.
+        # merge over the published telemetry allocates them), so they are handed back too: at
+        # 100M the next night's build ran 1.5-1.7 GB above the first run's before, 0.3-0.4 GB
+        # with this and the merge's slices (docs/performance.md, session 37).
         telemetry.clear()
         pa.default_memory_pool().release_unused()
         engine = open_engine(config, con, run_dir / "tmp")

@@ -12,9 +12,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pipeline.common.errors import InputError
-from pipeline.telemetry.canonical import arrow_schema, empty_table
+from pipeline.telemetry.canonical import DATASETS, arrow_schema, empty_table
 
-TABLES = ("attempts", "attempt_resources", "attempt_events", "experiments")
+TABLES = tuple(DATASETS)
 CHILDREN = ("attempt_resources", "attempt_events")
 # above this many runs of consecutive rows, the kept rows are copied, not sliced (_kept_rows)
 MAX_SLICES = 64
@@ -145,7 +145,7 @@ def _in_first_order(kept: pl.DataFrame) -> pl.Series:
     return kept.sort("first").get_column("last")
 
 
-def _last_batch_per_key(keys: pl.DataFrame) -> pa.Array:
+def _last_batch_per_key(keys: pl.DataFrame) -> pl.Series:
     """An attempt's children from the last batch that has any: in the order the attempts first
     had children, each attempt's in its batch's order."""
     kept = keys.with_columns(
