@@ -1,11 +1,14 @@
 """Merging telemetry batches in order: sources after the files, a delivery over the published
 snapshot. Columnar: the rows a merge keeps are found from the key columns alone and taken from
 the batches' Arrow tables, so a nightly run over millions of published attempts never turns its
-rows into Python objects (docs/performance.md, session 37)."""
+rows into Python objects (docs/performance.md, session 37). A batch's table may be deferred
+(the published snapshot's): only its key columns are read unless the merge keeps its rows
+(session 38)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import Protocol, runtime_checkable
 
 import polars as pl
 import pyarrow as pa
@@ -22,7 +25,22 @@ MAX_SLICES = 64
 DEFAULT_SOURCE = "canonical"
 
 
-def merge(batches: Iterable[tuple[str, Mapping[str, pa.Table]]]) -> dict[str, pa.Table]:
+@runtime_checkable
+class Deferred(Protocol):
+    """A canonical table read as the merge needs it: its row count, one canonical column (the
+    keys and the tags), and the whole table only when some of its rows are kept."""
+
+    num_rows: int
+
+    def column(self, name: str) -> pa.ChunkedArray: ...
+
+    def read(self) -> pa.Table: ...
+
+
+Part = pa.Table | Deferred
+
+
+def merge(batches: Iterable[tuple[str, Mapping[str, Part]]]) -> dict[str, pa.Table]:
     """Merge (label, tables) batches in order into the four canonical tables.
 
     Identity rules: an attempt id reported again by the same source for the same native record
@@ -34,23 +52,22 @@ def merge(batches: Iterable[tuple[str, Mapping[str, pa.Table]]]) -> dict[str, pa
     """
     batches = list(batches)
     labels = [label for label, _ in batches]
-    stacked = {name: _stacked(batches, name) for name in TABLES}
-    attempts, keys = stacked["attempts"]
-    identities = _identities(attempts, keys)
+    parts = {name: _parts(batches, name) for name in TABLES}
+    keys = {name: _keys(parts[name], name) for name in TABLES}
+    identities = _identities(parts["attempts"], keys["attempts"])
     kept = _per_key(identities, "attempt_id")
     if kept.get_column("mixed").any():
         # only the attempt ids reported with two identities are searched for the first conflict
         _refuse_conflicts(
             identities.join(kept.filter("mixed"), on="attempt_id", how="semi"), labels
         )
-    merged = {"attempts": _kept_rows(attempts, _in_first_order(kept))}
+    merged = {"attempts": _kept_rows(parts["attempts"], _in_first_order(kept), "attempts")}
     for name in CHILDREN:
-        table, child_keys = stacked[name]
-        _refuse_unknown(name, child_keys, kept)
-        merged[name] = _kept_rows(table, _last_batch_per_key(child_keys))
-    experiments, experiment_keys = stacked["experiments"]
+        _refuse_unknown(name, keys[name], kept)
+        merged[name] = _kept_rows(parts[name], _last_batch_per_key(keys[name]), name)
+    experiments = _per_key(keys["experiments"], "experiment_id")
     merged["experiments"] = _kept_rows(
-        experiments, _in_first_order(_per_key(experiment_keys, "experiment_id"))
+        parts["experiments"], _in_first_order(experiments), "experiments"
     )
     return merged
 
@@ -75,27 +92,34 @@ def canonical(table: pa.Table | None, name: str) -> pa.Table:
     return pa.Table.from_arrays(columns, schema=schema)
 
 
-def _stacked(
-    batches: list[tuple[str, Mapping[str, pa.Table]]], name: str
-) -> tuple[pa.Table, pl.DataFrame]:
-    """Every batch's table of one name, one after another, and its key columns: ``pos`` (row
-    in the stacked table), ``batch`` (its batch's number) and the table's key."""
-    tables = [canonical(tables.get(name), name) for _, tables in batches]
-    if not tables:
-        tables = [empty_table(name)]
-    stacked = pa.concat_tables(tables)
+def _parts(batches: list[tuple[str, Mapping[str, Part]]], name: str) -> list[Part]:
+    """Every batch's table of one name, canonical unless deferred (at least one table)."""
+    found = [tables.get(name) for _, tables in batches]
+    parts = [part if isinstance(part, Deferred) else canonical(part, name) for part in found]
+    return parts or [empty_table(name)]
+
+
+def _keys(parts: list[Part], name: str) -> pl.DataFrame:
+    """The key columns of the parts one after another: ``pos`` (row of the parts stacked),
+    ``batch`` (its batch's number) and the table's key."""
     key = "experiment_id" if name == "experiments" else "attempt_id"
     batch = pl.concat(
-        pl.repeat(number, table.num_rows, dtype=pl.Int64, eager=True)
-        for number, table in enumerate(tables)
+        pl.repeat(number, part.num_rows, dtype=pl.Int64, eager=True)
+        for number, part in enumerate(parts)
     )
-    keys = pl.DataFrame({key: pl.from_arrow(stacked.column(key)), "batch": batch})
-    return stacked, keys.with_row_index("pos")
+    keys = pl.DataFrame({key: pl.from_arrow(_stacked(parts, key)), "batch": batch})
+    return keys.with_row_index("pos")
 
 
-def _identities(attempts: pa.Table, keys: pl.DataFrame) -> pl.DataFrame:
+def _stacked(parts: list[Part], column: str) -> pa.ChunkedArray:
+    """One column of the parts, one after another."""
+    columns = [part.column(column) for part in parts]
+    return pa.chunked_array([chunk for found in columns for chunk in found.chunks], columns[0].type)
+
+
+def _identities(attempts: list[Part], keys: pl.DataFrame) -> pl.DataFrame:
     """The key columns of the attempts with each row's (source, native record) identity."""
-    tags = attempts.column("tags")
+    tags = _stacked(attempts, "tags")
     looked_up = keys.with_columns(
         source=pl.from_arrow(pc.map_lookup(tags, pa.scalar("source"), "last")),
         native=pl.from_arrow(pc.map_lookup(tags, pa.scalar("source_native_id"), "last")),
@@ -132,12 +156,37 @@ def _per_key(keys: pl.DataFrame, key: str) -> pl.DataFrame:
     """One row per key: where it first appeared, its last row and, for attempts (with their
     identities), whether its rows name more than one source or native record."""
     found = [pl.col("pos").min().alias("first"), pl.col("pos").max().alias("last")]
-    if "source" in keys.columns:
-        mixed = (pl.col("source").min() != pl.col("source").max()) | (
-            pl.col("native").min() != pl.col("native").max()
+    if "source" not in keys.columns:
+        return keys.group_by(key).agg(found)
+    # an attempt in at most two rows (a delivery over the published snapshot) is mixed when its
+    # first and last identities differ: taking them costs a third of comparing text for a min
+    # and a max (0.25 against 0.7 CPU s for 1.2M rows, docs/performance.md, session 38); only
+    # the keys in more rows are compared over all of them
+    identity = pl.col("source", "native")
+    per_key = keys.group_by(key).agg(
+        *found,
+        pl.len().alias("rows"),
+        identity.first().name.prefix("first_"),
+        identity.last().name.prefix("last_"),
+    )
+    mixed = (pl.col("first_source") != pl.col("last_source")) | (
+        pl.col("first_native") != pl.col("last_native")
+    )
+    many = per_key.filter(pl.col("rows") > 2).select(key)
+    if many.height:
+        spread = (
+            keys.join(many, on=key, how="semi")
+            .group_by(key)
+            .agg(
+                (
+                    (pl.col("source").min() != pl.col("source").max())
+                    | (pl.col("native").min() != pl.col("native").max())
+                ).alias("spread")
+            )
         )
-        found.append(mixed.fill_null(False).alias("mixed"))
-    return keys.group_by(key).agg(found)
+        per_key = per_key.join(spread, on=key, how="left")
+        mixed = mixed | pl.col("spread").fill_null(False)
+    return per_key.select(key, "first", "last", mixed.alias("mixed"))
 
 
 def _in_first_order(kept: pl.DataFrame) -> pl.Series:
@@ -155,21 +204,41 @@ def _last_batch_per_key(keys: pl.DataFrame) -> pl.Series:
     return kept.sort("first", "pos").get_column("pos")
 
 
-def _kept_rows(table: pa.Table, rows: pl.Series) -> pa.Table:
-    """The rows of ``table`` at ``rows``, in that order. Runs of consecutive rows are sliced, not
-    copied: a delivery that repeats what was published (or adds to its end) keeps whole runs of
-    one batch, and a copy of them would be a third set of the telemetry in memory."""
+def _kept_rows(parts: list[Part], rows: pl.Series, name: str) -> pa.Table:
+    """The rows at ``rows`` (positions in the parts stacked), in that order; a deferred part is
+    read only when some of its rows are kept. Runs of consecutive rows of one part are sliced,
+    not copied: a delivery that repeats what was published (or adds to its end) keeps whole runs
+    of one batch, and a copy of them would be a third set of the telemetry in memory."""
     if rows.len() == 0:
-        return table.slice(0, 0)
-    # where each run starts (the first row, and every row that does not follow the one before)
-    starts = (rows.diff() != 1).fill_null(True).arg_true()
+        return empty_table(name)
+    offsets = [0]
+    for part in parts:
+        offsets.append(offsets[-1] + part.num_rows)
+    batch = pl.Series(offsets[1:]).search_sorted(rows, side="right")
+    loaded = {number: _read(parts[number]) for number in batch.unique().to_list()}
+    # where each run starts: the first row, every row that does not follow the one before, and
+    # every row of another part than the row before
+    starts = ((rows.diff() != 1) | (batch.diff() != 0)).fill_null(True).arg_true()
     if starts.len() > MAX_SLICES:
-        return table.take(rows.to_arrow())
+        used = sorted(loaded)
+        stacked = pa.concat_tables(loaded[number] for number in used)
+        # each kept row's position in the used parts stacked
+        shift = [0] * len(parts)
+        position = 0
+        for number in used:
+            shift[number] = offsets[number] - position
+            position += parts[number].num_rows
+        return stacked.take((rows - pl.Series(shift).gather(batch)).to_arrow())
     first = starts.to_list()
     ends = [*first[1:], rows.len()]
     return pa.concat_tables(
-        table.slice(rows[start], end - start) for start, end in zip(first, ends, strict=True)
+        loaded[batch[start]].slice(rows[start] - offsets[batch[start]], end - start)
+        for start, end in zip(first, ends, strict=True)
     )
+
+
+def _read(part: Part) -> pa.Table:
+    return part.read() if isinstance(part, Deferred) else part
 
 
 def _refuse_unknown(name: str, child_keys: pl.DataFrame, attempts: pl.DataFrame) -> None:

@@ -7,11 +7,33 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from pipeline.telemetry.canonical import arrow_schema
 from pipeline.telemetry.merge import TABLES, canonical, merge
 from pipeline.warehouse.snapshots import current_snapshot
 
 
-def published_telemetry(warehouse: Path) -> dict[str, pa.Table] | None:
+class PublishedTable:
+    """One telemetry table of the current snapshot, read as the merge needs it (merge.Deferred):
+    a delivery that repeats every published attempt keeps none of its rows, so only its key
+    columns are read (docs/performance.md, session 38)."""
+
+    def __init__(self, path: Path, name: str) -> None:
+        self.path, self.name = path, name
+        self.file = pq.ParquetFile(path)
+        self.num_rows = self.file.metadata.num_rows
+
+    def column(self, name: str) -> pa.ChunkedArray:
+        """One canonical column (NULL in a snapshot published before it existed)."""
+        field = arrow_schema(self.name).field(name)
+        if name not in self.file.schema_arrow.names:
+            return pa.chunked_array([pa.nulls(self.num_rows, field.type)])
+        return self.file.read(columns=[name]).column(name).cast(field.type)
+
+    def read(self) -> pa.Table:
+        return canonical(self.file.read(), self.name)
+
+
+def published_telemetry(warehouse: Path) -> dict[str, PublishedTable] | None:
     """The current snapshot's telemetry tables, or None before the first publish."""
     current = current_snapshot(warehouse)
     if current is None:
@@ -20,7 +42,7 @@ def published_telemetry(warehouse: Path) -> dict[str, pa.Table] | None:
     paths = {name: folder / f"{name}.parquet" for name in TABLES}
     if not all(path.is_file() for path in paths.values()):
         return None
-    return {name: canonical(pq.read_table(path), name) for name, path in paths.items()}
+    return {name: PublishedTable(path, name) for name, path in paths.items()}
 
 
 def keep_published(warehouse: Path, delivered: dict[str, pa.Table]) -> dict[str, pa.Table]:

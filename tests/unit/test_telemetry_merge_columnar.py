@@ -65,6 +65,24 @@ def reference_merge(batches: list[tuple[str, Mapping[str, pa.Table]]]) -> dict[s
     return merged
 
 
+class InMemory:
+    """A deferred table (merge.Deferred) over an Arrow table, counting its whole reads."""
+
+    def __init__(self, table: pa.Table, name: str) -> None:
+        self.table, self.num_rows, self.reads = canonical(table, name), table.num_rows, 0
+
+    @classmethod
+    def wrap(cls, tables: Mapping[str, pa.Table]) -> dict[str, InMemory]:
+        return {name: cls(found, name) for name, found in tables.items()}
+
+    def column(self, name: str) -> pa.ChunkedArray:
+        return self.table.column(name)
+
+    def read(self) -> pa.Table:
+        self.reads += 1
+        return self.table
+
+
 IDS = st.sampled_from(["a1", "a2", "a3", "a4"])
 IDENTITIES = st.sampled_from([(None, None), ("slurm", "7"), ("slurm", "8"), ("mlflow", "a1")])
 
@@ -128,14 +146,16 @@ def test_the_columnar_merge_keeps_the_rows_and_order_the_row_rules_keep(drawn) -
         else:
             assert refused.args[0] in said
         return
-    # kept rows sliced in runs (a few runs here), then copied (no run is sliced)
-    for max_slices in (merging.MAX_SLICES, 0):
+    # kept rows sliced in runs (a few runs here), then copied (no run is sliced); the tables
+    # as given, then the first batch's deferred (as the published snapshot's are)
+    for max_slices, deferred in [(merging.MAX_SLICES, False), (0, False), (0, True), (1, True)]:
+        given_batches = [(label, InMemory.wrap(tables)) for label, tables in drawn[:1]]
         with pytest.MonkeyPatch.context() as patch:
             patch.setattr(merging, "MAX_SLICES", max_slices)
-            merged = merge(drawn)
+            merged = merge((given_batches if deferred else drawn[:1]) + drawn[1:])
         for name in TABLES:
             assert merged[name].schema == arrow_schema(name)
-            assert merged[name].to_pylist() == expected[name], (name, max_slices)
+            assert merged[name].to_pylist() == expected[name], (name, max_slices, deferred)
 
 
 def test_a_published_table_is_made_canonical() -> None:
