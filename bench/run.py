@@ -224,6 +224,9 @@ def summarize(result: dict) -> None:
         ratios["pandas_over_pipeline_attribution"] = pandas["seconds"] / attribution
         cpu_per_subset = pipe["cpu_seconds"] / rows * pandas["lines"]
         ratios["pandas_over_pipeline_cpu"] = pandas["cpu_seconds"] / cpu_per_subset
+        # like for like: pandas does the attribution alone, the pipeline's stage of it in CPU
+        stage_cpu = pipe["stages"]["attribution"]["cpu_seconds"] / rows * pandas["lines"]
+        ratios["pandas_over_pipeline_attribution_cpu"] = pandas["cpu_seconds"] / stage_cpu
         ratios["pandas_rss_over_pipeline_rss"] = pandas["peak_rss_mb"] / pipe["peak_rss_mb"]
     if "nightly" in result:
         ratios["nightly_over_first_cpu"] = result["nightly"]["cpu_seconds"] / pipe["cpu_seconds"]

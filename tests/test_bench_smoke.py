@@ -74,6 +74,7 @@ def test_bench_run_smoke(tmp_path: Path) -> None:
         assert result["pandas"]["lines"] == 20_000
         assert result["pandas"]["overlap_pairs"] > 0
         assert "pandas_over_pipeline" in result["ratios"]
+        assert result["ratios"]["pandas_over_pipeline_attribution_cpu"] > 0
     assert pipeline["disk_peaks"]["warehouse"]["bytes"] > 0  # the snapshot, at least
     assert result["repeat_identical"] is None  # first run on a fresh dataset
     # the next night's run, over the first run's snapshot, publishes the same totals

@@ -39,10 +39,12 @@ def test_one_run_judges_memory_ratios_and_repeats() -> None:
         ratios={
             "pipeline_over_floor_cpu": 25.0,
             "pandas_over_pipeline_cpu": 12.0,
+            "pandas_over_pipeline_attribution_cpu": 40.0,
             "pandas_rss_over_pipeline_rss": 3.0,
         },
     )
     assert states(run_targets(fast)) == [True, True, True, True]
+    assert "12.0x less CPU (the attribution stage alone 40.0x)" in run_targets(fast)[2].measured
     slow = result(
         10_000_000,
         200.0,
