@@ -18,8 +18,7 @@ class PublishedTable:
     columns are read (docs/performance.md, session 38)."""
 
     def __init__(self, path: Path, name: str) -> None:
-        self.path, self.name = path, name
-        self.file = pq.ParquetFile(path)
+        self.name, self.file = name, pq.ParquetFile(path)
         self.num_rows = self.file.metadata.num_rows
 
     def column(self, name: str) -> pa.ChunkedArray:
