@@ -17,8 +17,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "bench" / "out"
 
-# issue 18: judged on CPU seconds (user + system, every thread), which the shared machine's
-# load moves far less than wall seconds
+# judged on CPU seconds (user + system, every thread), which the shared machine's load moves
+# far less than wall seconds
 FLOOR_ROWS = 10_000_000
 FLOOR_RATIO = 30.0  # at 10M line items, end to end, against one scan of the used columns
 PEAK_MB = 2048

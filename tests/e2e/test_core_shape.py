@@ -1,4 +1,4 @@
-"""Every published mart, in every scenario world, is the same as before the core was reshaped."""
+"""Every published mart of every scenario world equals its golden digest, to the last decimal."""
 
 from __future__ import annotations
 
@@ -13,8 +13,9 @@ from mart_worlds import WORLDS, digest, published_rows, read_golden, run_world_d
 from pipeline.run.record import totals
 from pipeline.warehouse.snapshots import open_database
 
-# tests/e2e/golden_marts.json: the digests the pre-issue-18 core (one wide allocation table,
-# overlaps per line) published; `python tests/e2e/mart_worlds.py` rewrites them
+# tests/e2e/golden_marts.json: the digests of every published relation, exact to the last
+# decimal, that a refactoring must reproduce; `python tests/e2e/mart_worlds.py` rewrites them
+# only when a change of numbers is intended and explained
 
 
 @pytest.mark.parametrize("world", sorted(WORLDS))
