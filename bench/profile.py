@@ -21,7 +21,7 @@ import duckdb  # noqa: E402
 
 from bench.baselines import cpu_seconds, peak_mb, reset_peak  # noqa: E402
 from pipeline.config.loader import load_config  # noqa: E402
-from pipeline.dag.engines.duckdb_engine import DuckDBEngine  # noqa: E402
+from pipeline.dag.engines.duckdb import DuckDBEngine  # noqa: E402
 from pipeline.dag.models import discover, order  # noqa: E402
 from pipeline.dag.partitions import pass_sql  # noqa: E402
 from pipeline.dag.pools import pool_models  # noqa: E402

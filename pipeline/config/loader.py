@@ -10,7 +10,12 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.common.errors import ConfigError
-from pipeline.config.engine import SparkOptions, parse_engine
+from pipeline.config.engine import (
+    DEFAULT_ENGINE,
+    default_engine_options,
+    engine_sections,
+    parse_engine,
+)
 from pipeline.config.focus import FocusSource, parse_focus
 from pipeline.config.gcp import GcpSettings, parse_gcp
 from pipeline.config.periods import SECTIONS as PERIOD_SECTIONS
@@ -82,8 +87,9 @@ class Config:
     economics: Economics = field(default_factory=Economics)
     gcp: GcpSettings = field(default_factory=GcpSettings)
     periods: PeriodSettings = field(default_factory=PeriodSettings)
-    engine: str = "duckdb"
-    spark: SparkOptions = field(default_factory=SparkOptions)
+    engine: str = DEFAULT_ENGINE  # a name of the registry pipeline.config.engine.ENGINES
+    # every registered engine's options, by engine name (the [spark] table under "spark")
+    engine_options: dict[str, Any] = field(default_factory=default_engine_options)
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def fingerprint(self) -> str:
@@ -160,7 +166,7 @@ def load_config(path: Path | str | None = None) -> Config:
 def parse_config(data: dict[str, Any], base: Path, path: Path | None = None) -> Config:
     """Validate a parsed TOML document; relative paths are taken from ``base``."""
     where = str(path) if path else "runcost.toml"
-    allowed_top = {*_SECTIONS, "pools", "focus", "allocation", "engine", "spark"}
+    allowed_top = {*_SECTIONS, "pools", "focus", "allocation", "engine", *engine_sections()}
     for key in data:
         if key not in allowed_top:
             raise ConfigError(
@@ -255,7 +261,7 @@ def parse_config(data: dict[str, Any], base: Path, path: Path | None = None) -> 
 
     pools = parse_pools(data.get("pools", []), where)
     allocation_exclude = parse_allocation(data.get("allocation", {}), where)
-    engine, spark = parse_engine(data, where)
+    engine, engine_options = parse_engine(data, where)
 
     return Config(
         path=path,
@@ -286,7 +292,7 @@ def parse_config(data: dict[str, Any], base: Path, path: Path | None = None) -> 
         gcp=parse_gcp(data.get("gcp", {}), base, where),
         periods=parse_period_settings(data, base, where),
         engine=engine,
-        spark=spark,
+        engine_options=engine_options,
         raw=data,
     )
 

@@ -10,7 +10,7 @@ import duckdb
 
 from pipeline.common.errors import ModelError
 from pipeline.dag.engines.base import Engine
-from pipeline.dag.engines.duckdb_engine import DuckDBEngine
+from pipeline.dag.engines.duckdb import DuckDBEngine
 from pipeline.dag.models import LAYERS, Model, order
 
 
@@ -32,7 +32,8 @@ def build(
 ) -> BuildReport:
     """Create every model in order; run checks last and collect their failing rows.
 
-    ``target`` is an engine (pipeline.dag.engines), or a DuckDB connection for the default one.
+    ``target`` is an engine (pipeline.dag.engines), or a DuckDB connection to build on with
+    the default one, without a scratch folder (every model a view or a table, as in tests).
     """
     engine = DuckDBEngine(target) if isinstance(target, duckdb.DuckDBPyConnection) else target
     report = BuildReport()
@@ -55,5 +56,5 @@ def build(
             where = model.path or model.qualified
             raise ModelError(f"{where}: building {model.qualified} failed: {error}") from error
         report.seconds[model.qualified] = time.perf_counter() - started
-    report.partitions = dict(getattr(engine, "partitions_used", {}))
+    report.partitions = dict(engine.partitions_used)
     return report

@@ -16,7 +16,7 @@ from pipeline import __version__
 from pipeline.common.errors import CheckFailed, redact_urls
 from pipeline.config.loader import Config
 from pipeline.dag.build import BuildReport
-from pipeline.dag.engines.base import Engine
+from pipeline.dag.engines.base import BuildOutcome, Engine
 from pipeline.dag.engines.factory import open_engine
 from pipeline.dag.models import Model, discover
 from pipeline.dag.pools import pool_models
@@ -127,18 +127,24 @@ def _run(
     con = stages.open_build(database_path, run_dir, config)
     engine: Engine | None = None
     try:
-        models, written = _prepare_build(con, config, ingested, telemetry, clock, manifest, run_dir)
-        # The build reads the telemetry from its Parquet (its tables with Spark) now. Kept, the
-        # Arrow tables would stay resident for the whole run, outside memory_limit: 0.9 GB for
-        # 600,000 attempts, 1.2M intervals. Arrow's allocator keeps the pages it freed (the
-        # merge over the published telemetry allocates them), so they are handed back too: at
-        # 100M the next night's build ran 1.5-1.7 GB above the first run's before, 0.3-0.4 GB
-        # with this and the merge's slices (docs/performance.md, session 37).
+        engine = open_engine(config, con, run_dir / "tmp")
+        models, written = _prepare_build(
+            con, config, ingested, telemetry, clock, manifest, run_dir, engine.published_folder
+        )
+        # The build reads the telemetry from the build database now. Kept, the Arrow tables
+        # would stay resident for the whole run, outside memory_limit: 0.9 GB for 600,000
+        # attempts, 1.2M intervals. Arrow's allocator keeps the pages it freed (the merge over
+        # the published telemetry allocates them), so they are handed back too: at 100M the next
+        # night's build ran 1.5-1.7 GB above the first run's before, 0.3-0.4 GB with this and
+        # the merge's slices (docs/performance.md).
         telemetry.clear()
         pa.default_memory_pool().release_unused()
-        engine = open_engine(config, con, run_dir / "tmp")
+        engine.load_inputs(con)
         report = stages.build_models(engine, models, events)
-        if engine.name == "duckdb":  # the built tables are in con now (Spark's come with finish)
+        outcome = engine.finish(con, models, publish=not report.check_failures)
+        if outcome.in_connection:
+            # before a failed check stops the run: bad input (an invoice in another currency
+            # than the bill) is reported as the thing to fix, ahead of the checks it may break
             stages.inspect_build(con, config, clock)
         _record_checks(manifest, report)
         if report.check_failures:
@@ -146,13 +152,10 @@ def _run(
             manifest.write(run_dir)
             raise CheckFailed(report.check_failures, str(database_path))
 
-        catalog_rows = engine.finish(con, models)
-        if catalog_rows is not None:  # spark.catalog: the tables went there, not to a snapshot
+        if outcome.catalog is not None:
             con.close()
             stages.discard_build(run_dir, database_path)
-            return _published_to_catalog(config, manifest, ingested, report, events, catalog_rows)
-        if engine.name != "duckdb":
-            stages.inspect_build(con, config, clock)
+            return _published_to_catalog(config, manifest, ingested, report, events, outcome)
         manifest.totals, manifest.periods = totals(con), period_statuses(con)
         manifest.estimates = estimate_summary(con)
         published = stages.publish_snapshot(
@@ -161,7 +164,7 @@ def _run(
             manifest.run_id,
             models,
             events,
-            written={**written, **getattr(engine, "published_files", {})},
+            written={**written, **outcome.published_files},
             record=_record_at_switch(manifest, events),
         )
     finally:
@@ -218,13 +221,12 @@ def _prepare_build(
     clock: datetime,
     manifest: RunManifest,
     run_dir: Path,
+    published: Path | None,
 ) -> tuple[list[Model], dict[str, Path]]:
     """Give the build database its inputs (config.*, raw.*, history, the clock); the models,
-    and the Parquet written for the snapshot already (the telemetry), by table name."""
+    and the Parquet written for the snapshot already, by table name: the telemetry, written
+    once into ``published`` when the engine builds from such a folder (else its tables)."""
     write_settings(con, config)
-    # with DuckDB the telemetry is written once as the snapshot's Parquet (Spark reads the
-    # tables of the build database and writes its own)
-    published = run_dir / "tmp" / "published" if config.engine == "duckdb" else None
     written = register_sources(con, ingested.deliveries, telemetry, published)
     set_clock(con, clock)
     register_deliveries(con, ingested.deliveries)
@@ -248,10 +250,12 @@ def _published_to_catalog(
     ingested: stages.Ingested,
     report: BuildReport,
     events: Events,
-    rows: dict[str, int],
+    outcome: BuildOutcome,
 ) -> RunResult:
-    """The tables are in spark.catalog; the local snapshot and runcost.duckdb stay as they were."""
-    manifest.finish("published", events.rounded(), catalog=config.spark.catalog, outputs=rows)
+    """The tables are in the engine's catalog; the local snapshot and runcost.duckdb stay as
+    they were."""
+    rows = dict(outcome.catalog_rows)
+    manifest.finish("published", events.rounded(), catalog=outcome.catalog, outputs=rows)
     run_dir = config.warehouse / "runs" / manifest.run_id
     current = current_snapshot(config.warehouse)
     return RunResult(

@@ -186,7 +186,8 @@ def publish_snapshot(
 ) -> Published:
     """Publish the built tables as a new snapshot, unless they equal the current one.
 
-    ``written``: the tables an engine wrote as Parquet already (Spark), moved into the snapshot.
+    ``written``: the tables written as Parquet already (the telemetry, an engine's published
+    files), moved into the snapshot instead of copied.
     ``record(published)`` gives the run's record, written to runs/<run_id>/manifest.json in
     the same switch as CURRENT and runcost.duckdb.
     """

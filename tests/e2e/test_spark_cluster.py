@@ -113,7 +113,7 @@ def _conf(settings: dict[str, str]) -> str:
 def inspected(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     """What the Spark engine read, captured before it closes: per raw view its input files
     and its plan, and the rows of every table that went through the driver."""
-    from pipeline.dag.engines.spark import SparkEngine
+    from pipeline.dag.engines.spark.engine import SparkEngine
 
     seen: dict[str, Any] = {}
     close = SparkEngine.close

@@ -14,7 +14,8 @@ import pytest
 from engine_compare import same_tables_on_both_engines
 
 from pipeline.config.engine import SparkOptions
-from pipeline.dag.engines.transpile import to_spark
+from pipeline.dag.engines.base import BuildOutcome
+from pipeline.dag.engines.spark.transpile import to_spark
 from pipeline.scenario import write_scenario
 
 pytest.importorskip("pyspark", reason="the Spark engine needs the spark extra")
@@ -32,7 +33,7 @@ TEST_CONF = (
 
 @pytest.fixture(scope="module")
 def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    from pipeline.dag.engines.spark import open_session
+    from pipeline.dag.engines.spark.session import open_session
 
     conf = {"spark.sql.shuffle.partitions": "1", "spark.default.parallelism": "1"}
     spark, _started = open_session(SparkOptions(conf=conf), tmp_path_factory.mktemp("spark"))
@@ -133,7 +134,7 @@ def _same_tables_on_both_engines(config_file: Path) -> Any:
 
 def test_catalog_gets_every_published_table(session: Any, tmp_path: Path) -> None:
     from pipeline.dag.build import build
-    from pipeline.dag.engines.spark import TELEMETRY_VIEWS, SparkEngine
+    from pipeline.dag.engines.spark.engine import TELEMETRY_VIEWS, SparkEngine
     from pipeline.dag.models import parse_model
 
     engine = SparkEngine(session, SparkOptions(catalog="spark_catalog"), tmp_path)
@@ -166,10 +167,21 @@ def test_catalog_gets_every_published_table(session: Any, tmp_path: Path) -> Non
     assert result is not None
     assert (result.columns, result.total) == (["share", "cost"], 1)
     assert result.rows == [(1 / 3, Decimal("0.3000000000"))]
-    rows = engine.finish(duckdb.connect(), models)
+    con = duckdb.connect()
+    # a failed check: nothing is written, and the run's connection holds none of the tables
+    assert engine.finish(con, models, publish=False) == BuildOutcome(in_connection=False)
+    assert not session.catalog.tableExists("spark_catalog.marts.money")
+    outcome = engine.finish(con, models)
     # a catalog has no runcost.duckdb to hold views: a published view is written as a table
     telemetry = {f"telemetry.{name}": 1 for name in TELEMETRY_VIEWS}
-    assert rows == {"marts.money": 1, "marts.money_view": 1, **telemetry}
+    assert outcome == BuildOutcome(
+        in_connection=False,
+        catalog="spark_catalog",
+        catalog_rows={"marts.money": 1, "marts.money_view": 1, **telemetry},
+    )
+    assert con.execute(
+        "select count(*) from information_schema.tables where table_schema = 'marts'"
+    ).fetchone() == (0,)
     assert session.table("spark_catalog.marts.money_view").collect()[0]["cost"] == Decimal("0.6")
     table = session.table("spark_catalog.marts.money")
     assert [(field.name, field.dataType.simpleString()) for field in table.schema] == [
@@ -187,7 +199,7 @@ def test_a_cluster_session_gets_typed_inputs_and_writes_parquet(
     """Not local: small tables go over Arrow with explicit schemas (empty ones too), and Spark
     writes the published tables as Parquet, which the build database reads through views."""
     from pipeline.dag.build import build
-    from pipeline.dag.engines.spark import TELEMETRY_VIEWS, SparkEngine
+    from pipeline.dag.engines.spark.engine import TELEMETRY_VIEWS, SparkEngine
     from pipeline.dag.models import parse_model
 
     engine = SparkEngine(session, SparkOptions(master="spark://head:7077"), tmp_path)
@@ -230,9 +242,16 @@ def test_a_cluster_session_gets_typed_inputs_and_writes_parquet(
         )
     )
     build(engine, models)
-    assert engine.finish(con, models) is None
-    assert engine.published_files["marts.hours"] == tmp_path / "outputs" / "marts" / "hours.parquet"
-    assert engine.published_files["marts.hours"].is_file()
+    outcome = engine.finish(con, models)
+    assert outcome.in_connection and outcome.catalog is None
+    assert outcome.published_files["marts.hours"] == (
+        tmp_path / "outputs" / "marts" / "hours.parquet"
+    )
+    assert outcome.published_files["marts.hours"].is_file()
+    assert set(outcome.published_files) == {
+        "marts.hours",
+        *(f"telemetry.{name}" for name in TELEMETRY_VIEWS),
+    }
     # DuckDB's types for the model (count(*) is BIGINT, the product DECIMAL(38, 10)), Spark's rows
     assert con.execute("select * from marts.hours").fetchall() == [
         ("a1", 1, Decimal("0.3000000000"), 1772359200000000)

@@ -10,7 +10,7 @@ import duckdb
 import pytest
 
 from pipeline.common.errors import ModelError
-from pipeline.dag.engines.duckdb_engine import DuckDBEngine
+from pipeline.dag.engines.duckdb import DuckDBEngine
 from pipeline.dag.models import discover, parse_model
 
 # every kind of column the shipped steps carry, a HUGEINT sum (which Parquet cannot hold) and

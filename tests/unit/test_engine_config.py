@@ -21,8 +21,8 @@ def _parse(data: dict) -> object:
 def test_duckdb_is_the_default_engine() -> None:
     config = _parse({})
     assert config.engine == "duckdb"
-    assert config.spark == SparkOptions()
-    assert config.spark.master == DEFAULT_MASTER == "local[*]"
+    assert config.engine_options == {"spark": SparkOptions()}
+    assert config.engine_options["spark"].master == DEFAULT_MASTER == "local[*]"
 
 
 def test_spark_options_are_read() -> None:
@@ -37,21 +37,24 @@ def test_spark_options_are_read() -> None:
         }
     )
     assert config.engine == "spark"
-    assert config.spark.master == "spark://head:7077"
-    assert config.spark.remote is None
-    assert config.spark.catalog == "lakehouse"
-    assert config.spark.conf == {
-        "spark.executor.memory": "8g",
-        "spark.sql.adaptive.enabled": "true",
-    }
+    assert config.engine_options["spark"] == SparkOptions(
+        master="spark://head:7077",
+        remote=None,
+        catalog="lakehouse",
+        conf={"spark.executor.memory": "8g", "spark.sql.adaptive.enabled": "true"},
+    )
     remote = _parse({"engine": "spark", "spark": {"remote": "sc://connect:15002"}})
-    assert remote.spark.remote == "sc://connect:15002"
+    assert remote.engine_options["spark"].remote == "sc://connect:15002"
 
 
 @pytest.mark.parametrize(
     ("data", "message"),
     [
         ({"engine": "trino"}, 'engine must be "duckdb" (the default) or "spark", not \'trino\''),
+        (
+            {"engine": ["spark"]},
+            'engine must be "duckdb" (the default) or "spark", not [\'spark\']',
+        ),
         ({"spark": {"cores": 4}}, "unknown key spark.cores; allowed in [spark]: master, remote"),
         ({"spark": "local"}, "[spark] must be a table"),
         ({"spark": {"master": ""}}, "spark.master must be a non-empty string"),

@@ -11,7 +11,7 @@ import pytest
 
 from pipeline.config.loader import load_config
 from pipeline.dag.build import build
-from pipeline.dag.engines.duckdb_engine import DuckDBEngine
+from pipeline.dag.engines.duckdb import DuckDBEngine
 from pipeline.dag.models import discover, parse_model
 from pipeline.run import stages
 from pipeline.run.nightly import run_pipeline
@@ -188,7 +188,7 @@ def test_a_published_model_in_passes_writes_each_pass_into_its_periods(
     computed: list | None,
     lines: str,
 ) -> None:
-    from pipeline.dag.engines import duckdb_engine
+    from pipeline.dag.engines.duckdb import engine as duckdb_engine
 
     as_table = _connect()
     build(as_table, _passed(period, below, lines))

@@ -9,7 +9,7 @@ import pytest
 
 from pipeline.common.errors import ModelError
 from pipeline.dag.build import build
-from pipeline.dag.engines.duckdb_engine import DuckDBEngine
+from pipeline.dag.engines.duckdb import DuckDBEngine
 from pipeline.dag.models import discover, parse_model
 from pipeline.dag.partitions import (
     BYTES_PER_LINE,

@@ -11,13 +11,13 @@ import sqlglot
 from sqlglot import expressions as exp
 
 from pipeline.common.errors import InputError, ModelError
-from pipeline.dag.engines.spark_inputs import (
+from pipeline.dag.engines.spark.inputs import (
     _listed,
     _read_parquet_arguments,
     unwrapped_lambdas,
     utc_wall_times,
 )
-from pipeline.dag.engines.spark_types import arrow_schema, relation_schema, spark_path
+from pipeline.dag.engines.spark.schemas import arrow_schema, relation_schema, spark_path
 
 
 def test_duckdb_columns_become_spark_types() -> None:

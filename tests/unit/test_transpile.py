@@ -11,7 +11,7 @@ from sqlglot import expressions as exp
 from sqlglot.errors import UnsupportedError
 
 from pipeline.config.loader import load_config
-from pipeline.dag.engines.transpile import REWRITES, to_spark, view_name
+from pipeline.dag.engines.spark.transpile import REWRITES, to_spark, view_name
 from pipeline.dag.models import discover, parse_model
 from pipeline.dag.pools import pool_models
 from pipeline.scenario import CONFIG

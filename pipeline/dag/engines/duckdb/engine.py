@@ -1,4 +1,4 @@
-"""The default engine: models run as DuckDB SQL on the run's build database, as written."""
+"""DuckDBEngine: CREATE VIEW / CREATE TABLE on the run's build database, or Parquet it reads."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import duckdb
 
 from pipeline.common.duck import literal, optimizer_disabled
 from pipeline.common.errors import ModelError
-from pipeline.dag.engines.base import CHECK_SAMPLE_ROWS, CheckResult
+from pipeline.dag.engines.base import CHECK_SAMPLE_ROWS, BuildOutcome, CheckResult
 from pipeline.dag.models import SOURCE_SCHEMAS
 from pipeline.dag.partitions import auto_partitions, is_partitioned, pass_sql
 from pipeline.warehouse.parquet import (
@@ -41,10 +41,10 @@ log = logging.getLogger("runcost")
 # As snappy Parquet it costs half the CPU of a table of the build database written in full
 # (8.1-8.8 against 16.0-16.7 CPU s for the 10M benchmark's 8.5M attributed slices), a fifth
 # less than zstd, and it leaves the buffer pool to the models: peak RSS 0.7 GB lower at 10M
-# (docs/performance.md, session 15). Row groups of 30,000 rows instead of DuckDB's 122,880: at the
-# memory per line of a 100M-line bill (10M lines at memory_limit=400MB) the 4M unattributed lines
-# took 10.7-11.6 CPU s to write with the default and 4.3-4.4 with these; with memory to spare
-# they cost the same or less (docs/performance.md, session 23)
+# (docs/performance.md). Row groups of 30,000 rows instead of DuckDB's 122,880: at the memory
+# per line of a 100M-line bill (10M lines at memory_limit=400MB) the 4M unattributed lines took
+# 10.7-11.6 CPU s to write with the default and 4.3-4.4 with these; with memory to spare they
+# cost the same or less (docs/performance.md)
 STEP_OPTIONS = "format parquet, compression snappy, row_group_size 30000"
 
 
@@ -67,7 +67,6 @@ class DuckDBEngine:
     `-- joins: as written` runs its joins as its SQL writes them (``_joins_as_written``).
     """
 
-    name = "duckdb"
     errors: tuple[type[BaseException], ...] = (duckdb.Error,)
 
     def __init__(
@@ -79,6 +78,7 @@ class DuckDBEngine:
         self.con = con
         self.scratch = scratch
         self.partitions = partitions
+        self.published_folder = scratch / "published" if scratch is not None else None
         self.published_files: dict[str, Path] = {}
         self.partitions_used: dict[str, int] = {}
         # the steps written in passes: name -> (passes, folder, columns)
@@ -86,13 +86,16 @@ class DuckDBEngine:
         # billing periods of each published model written (candidates for the models reading it)
         self.period_values: dict[str, list] = {}
 
+    def load_inputs(self, con: duckdb.DuckDBPyConnection) -> None:
+        """The models read the inputs where they are: in the build database."""
+
     def prepare(self, schemas: tuple[str, ...]) -> None:
         for schema in schemas:
             self.con.execute(f"create schema if not exists {schema}")
 
     def create(self, model: Model) -> None:
-        if model.materialization == "parquet" and self.scratch is not None:
-            self.published_files[model.qualified] = self._write(model, self.scratch / "published")
+        if model.materialization == "parquet" and self.published_folder is not None:
+            self.published_files[model.qualified] = self._write(model, self.published_folder)
             return
         if model.materialization == "intermediate" and self.scratch is not None:
             self._write_step(model, self.scratch / "steps" / model.qualified)
@@ -154,7 +157,7 @@ class DuckDBEngine:
         the windows they meet in one pass, and in a pass reading its own windows (estimated far
         too low) turned the anti join with the tag-placed lines around: either way the slices came
         out in its hash table's order, at 10M lines in one pass 133 MB of Parquet against 61 and
-        about 3 CPU s more (docs/performance.md, sessions 25-27). Such a model writes its large
+        about 3 CPU s more (docs/performance.md). Such a model writes its large
         relation on the left of each join."""
         if model.joins_as_written:
             return optimizer_disabled(self.con, "build_side_probe_side")
@@ -302,8 +305,12 @@ class DuckDBEngine:
         total = self.con.execute(f"select count(*) from ({model.sql})").fetchone()[0]
         return CheckResult(columns, rows, total)
 
-    def finish(self, con: duckdb.DuckDBPyConnection, models: list[Model]) -> dict[str, int] | None:
-        return None  # the models are tables of the build database already, or its Parquet
+    def finish(
+        self, con: duckdb.DuckDBPyConnection, models: list[Model], publish: bool = True
+    ) -> BuildOutcome:
+        """The models are relations of the build database already (tables, or views over the
+        Parquet written for the snapshot): nothing to write, whether the checks passed or not."""
+        return BuildOutcome(in_connection=True, published_files=dict(self.published_files))
 
     def close(self) -> None:
         return None

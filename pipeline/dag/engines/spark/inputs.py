@@ -24,13 +24,13 @@ import sqlglot
 from sqlglot import expressions as exp
 
 from pipeline.common.errors import InputError
-from pipeline.dag.engines.spark_types import (
+from pipeline.dag.engines.spark.schemas import (
     arrow_schema,
     relation_fields,
     relation_schema,
     spark_path,
 )
-from pipeline.dag.engines.transpile import to_spark, view_name
+from pipeline.dag.engines.spark.transpile import to_spark, view_name
 
 INPUT_SCHEMAS = ("raw", "config")
 
@@ -214,7 +214,7 @@ def utc_wall_times(tree: exp.Expression) -> exp.Expression:
     """`timezone('UTC', t)` of a file's naive timestamp -> `cast(t as timestamptz)`.
 
     Spark reads a naive Parquet timestamp as TIMESTAMP_NTZ, and the cast takes it as wall time
-    in the session's zone, which is UTC (spark.RESULT_SETTINGS): the same instant as DuckDB's.
+    in the session's zone, which is UTC (session.RESULT_SETTINGS): the same instant as DuckDB's.
     """
     for node in list(tree.find_all(exp.Anonymous)):
         if node.name.lower() != "timezone" or len(node.expressions) != 2:

@@ -1,4 +1,4 @@
-"""The Spark engine: the same models, transpiled by engines.transpile, on a Spark session."""
+"""SparkEngine: the same models, transpiled (spark.transpile), as temp views of a Spark session."""
 
 from __future__ import annotations
 
@@ -9,106 +9,33 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import duckdb
-from sqlglot.errors import SqlglotError
 
-from pipeline.common.errors import ConfigError
 from pipeline.config.engine import SparkOptions
-from pipeline.dag.engines.base import CHECK_SAMPLE_ROWS, CheckResult
-from pipeline.dag.engines.spark_inputs import Inputs, load_inputs
-from pipeline.dag.engines.spark_outputs import write_outputs
-from pipeline.dag.engines.transpile import to_spark, view_name
+from pipeline.dag.engines.base import CHECK_SAMPLE_ROWS, BuildOutcome, CheckResult
+from pipeline.dag.engines.spark.inputs import Inputs, load_inputs
+from pipeline.dag.engines.spark.outputs import write_outputs
+from pipeline.dag.engines.spark.session import is_local, spark_errors
+from pipeline.dag.engines.spark.transpile import to_spark, view_name
 from pipeline.dag.models import PUBLISHED_TABLES, STORED
 from pipeline.dag.partitions import pass_sql
 
 if TYPE_CHECKING:
     from pipeline.dag.models import Model
 
-INSTALL_HINT = "pip install 'runcost[spark]'"
 PUBLISHED_LAYERS = ("normalized", "attribution", "allocation", "marts")
 TELEMETRY_VIEWS = ("attempts", "attempt_resources", "attempt_events", "experiments")
-# Settings that make Spark compute what DuckDB computes (docs/scale.md, "Money on Spark"); they
-# are applied after [spark.conf], so a configuration cannot change results by accident.
-RESULT_SETTINGS = {
-    # DECIMAL(38, 10) + DECIMAL(38, 10) stays DECIMAL(38, 10) (not 38, 9) and a product keeps its
-    # scale, as in DuckDB; an overflow raises instead of rounding digits away
-    "spark.sql.decimalOperations.allowPrecisionLoss": "false",
-    # overflow, a bad cast or a division by zero raises, as in DuckDB (never a silent NULL)
-    "spark.sql.ansi.enabled": "true",
-    # hour buckets and billing periods are UTC whatever the machine's zone
-    "spark.sql.session.timeZone": "UTC",
-    # Parquet timestamps as UTC instants in microseconds (DuckDB reads INT96 as naive)
-    "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
-}
-# Planner settings, which [spark.conf] may override. Constraint propagation infers filters from
-# every alias of a projection and grows with their combinations: on the profiles of the cost lines
-# (the distinct source columns and the profile columns computed from them, several providers in
-# one union) it ran the driver out of a 1 GB heap while planning.
-PLAN_SETTINGS = {"spark.sql.constraintPropagation.enabled": "false"}
-# A local session talks to itself only: no network beyond the loopback interface.
-LOCAL_SETTINGS = {
-    "spark.driver.host": "127.0.0.1",
-    "spark.driver.bindAddress": "127.0.0.1",
-    "spark.ui.enabled": "false",
-    "spark.ui.showConsoleProgress": "false",
-    "spark.sql.shuffle.partitions": "8",
-}
 log = logging.getLogger("runcost")
 
 
-def _pyspark() -> Any:
-    try:
-        from pyspark.sql import SparkSession
-    except ImportError as error:
-        raise ConfigError(
-            f'engine = "spark" needs PySpark, which is not installed: run `{INSTALL_HINT}` '
-            '(it also needs a Java runtime, 17 or later), or set engine = "duckdb"'
-        ) from error
-    return SparkSession
-
-
-def spark_errors() -> tuple[type[BaseException], ...]:
-    """What a failing Spark statement raises (classic and Connect sessions)."""
-    from py4j.protocol import Py4JError
-    from pyspark.errors import PySparkException
-
-    return (PySparkException, Py4JError, SqlglotError)
-
-
-def is_local(options: SparkOptions) -> bool:
-    """A session inside this process's machine (local[*]), not a cluster or Spark Connect."""
-    return options.remote is None and options.master.startswith("local")
-
-
-def open_session(options: SparkOptions, scratch: Path) -> tuple[Any, bool]:
-    """The configured Spark session (Spark Connect, a cluster master, or local[*]), and whether
-    runcost started it (else it is the caller's active session, which runcost leaves running)."""
-    session_class = _pyspark()
-    started = session_class.getActiveSession() is None
-    builder = session_class.builder.appName("runcost")
-    if options.remote:
-        builder = builder.remote(options.remote)
-    else:
-        builder = builder.master(options.master)
-        settings = dict(LOCAL_SETTINGS) if is_local(options) else {}
-        if is_local(options):
-            settings["spark.sql.warehouse.dir"] = str(scratch / "spark-warehouse")
-            settings["spark.local.dir"] = str(scratch / "spark-local")
-        for key, value in {**settings, **PLAN_SETTINGS, **options.conf}.items():
-            builder = builder.config(key, value)
-    session = builder.getOrCreate()
-    for key, value in {**PLAN_SETTINGS, **options.conf}.items() if options.remote else ():
-        session.conf.set(key, value)
-    for key, value in RESULT_SETTINGS.items():
-        session.conf.set(key, value)
-    if not options.remote:
-        session.sparkContext.setLogLevel("ERROR")
-    return session, started
-
-
 class SparkEngine:
-    """Builds models as Spark temp views (`layer__name`); tables are checkpointed DataFrames."""
+    """Builds models as Spark temp views (`layer__name`); tables are checkpointed DataFrames.
 
-    name = "spark"
+    The executors write every published table themselves in ``finish`` (spark.outputs), so the
+    run writes no published Parquet for the build (``published_folder`` is None); Spark divides
+    the work across executors itself, so no model is built in resource-hash passes.
+    """
+
+    published_folder: Path | None = None
 
     def __init__(
         self, session: Any, options: SparkOptions, scratch: Path, owned: bool = False
@@ -125,10 +52,11 @@ class SparkEngine:
         # published name -> the Parquet Spark wrote for it, which publish moves into the snapshot
         self.published_files: dict[str, Path] = {}
         self.seconds: dict[str, float] = {}  # inputs, outputs: Spark's work outside the models
+        self.partitions_used: dict[str, int] = {}
 
     def load_inputs(self, con: duckdb.DuckDBPyConnection) -> None:
         """Register the raw.* and config.* relations of the DuckDB build database in Spark:
-        executors read the raw Parquet, small tables pass through the driver (spark_inputs)."""
+        executors read the raw Parquet, small tables pass through the driver (spark.inputs)."""
         started = time.perf_counter()
         self.inputs = load_inputs(self.session, con)
         self.views.update(self.inputs.views)
@@ -209,11 +137,21 @@ class SparkEngine:
             extra={"stage": "publish"},
         )
 
-    def finish(self, con: duckdb.DuckDBPyConnection, models: list[Model]) -> dict[str, int] | None:
+    def finish(
+        self, con: duckdb.DuckDBPyConnection, models: list[Model], publish: bool = True
+    ) -> BuildOutcome:
+        """With ``publish``: the published tables into spark.catalog, or as Parquet the
+        executors write, with views over it in ``con``. Without (a check failed): nothing is
+        written, and ``con`` holds none of the built tables."""
+        if not publish:
+            return BuildOutcome(in_connection=False)
         if self.options.catalog:
-            return self.write_catalog(models)
+            rows = self.write_catalog(models)
+            return BuildOutcome(
+                in_connection=False, catalog=self.options.catalog, catalog_rows=rows
+            )
         self.copy_into(con, models)
-        return None
+        return BuildOutcome(in_connection=True, published_files=dict(self.published_files))
 
     def write_catalog(self, models: list[Model]) -> dict[str, int]:
         """Overwrite `<catalog>.<schema>.<table>` for every published relation; rows per table."""

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 
-from pipeline.dag.engines.spark_types import spark_path
-from pipeline.dag.engines.transpile import view_name
+from pipeline.dag.engines.spark.schemas import spark_path
+from pipeline.dag.engines.spark.transpile import view_name
 from pipeline.dag.partitions import pass_sql
 from pipeline.warehouse.snapshots import sql_path
 from pipeline.warehouse.views import PARTITION_COLUMN
