@@ -13,12 +13,14 @@ from pipeline.cli.tables import Column, print_table
 from pipeline.config.loader import load_config
 from pipeline.report.results import display_text, write_csv, write_json
 from pipeline.run.as_of import cost_changes_between, resolve_pair
-
-COLUMNS = (
-    "allocation_model", "change_level", "experiment_id", "attempt_id", "previous_total", "total",
-    "change", "previous_cost_status", "cost_status", "reasons",
-)  # fmt: skip
-MONEY = ("previous_total", "total", "change")
+from pipeline.warehouse.queries.changes import (
+    ALLOCATION_MODELS,
+    COST_CHANGE_COLUMNS,
+    MONEY_COLUMNS,
+    CostChange,
+    cost_changes,
+    select_cost_changes,
+)
 
 
 @click.command()
@@ -27,7 +29,7 @@ MONEY = ("previous_total", "total", "change")
 @config_option
 @click.option(
     "--allocation-model",
-    type=click.Choice(["both", "marginal", "fully_loaded"]),
+    type=click.Choice(ALLOCATION_MODELS),
     default="both",
     show_default=True,
     help="Which allocation model's costs to compare (both: a row per model).",
@@ -55,26 +57,20 @@ def diff(
     """
     warehouse = load_config(config_path).warehouse
     earlier, later = resolve_pair(warehouse, run_a, run_b)
-    query = (
-        f"select {', '.join(COLUMNS)} from marts.cost_changes "
-        "where ? in ('both', allocation_model) "
-        "order by allocation_model desc, change_level, experiment_id, attempt_id"
-    )
     with tempfile.TemporaryDirectory(prefix="runcost-diff-") as scratch:
         con = cost_changes_between(earlier, later, Path(scratch))
         try:
-            cursor = con.execute(query, [allocation_model])
-            if output_format == "csv":
-                write_csv(cursor, sys.stdout)
-            elif output_format == "json":
-                write_json(cursor, sys.stdout)
+            if output_format == "table":
+                changes = cost_changes(con, allocation_model)
+                _print(changes, earlier.name, later.name, allocation_model)
             else:
-                _print(cursor.fetchall(), earlier.name, later.name, allocation_model)
+                writer = write_csv if output_format == "csv" else write_json
+                writer(select_cost_changes(con, allocation_model), sys.stdout)
         finally:
             con.close()
 
 
-def _print(rows: list[tuple], earlier: str, later: str, allocation_model: str) -> None:
+def _print(rows: list[CostChange], earlier: str, later: str, allocation_model: str) -> None:
     models = "fully_loaded and marginal" if allocation_model == "both" else allocation_model
     if not rows:
         console.print(
@@ -82,6 +78,6 @@ def _print(rows: list[tuple], earlier: str, later: str, allocation_model: str) -
             highlight=False,
         )
         return
-    columns = [Column(name, numeric=name in MONEY) for name in COLUMNS]
-    cells = [[display_text(value) for value in row] for row in rows]
+    columns = [Column(name, numeric=name in MONEY_COLUMNS) for name in COST_CHANGE_COLUMNS]
+    cells = [[display_text(value) for value in row.values()] for row in rows]
     print_table(f"Cost changes {earlier} -> {later} ({models}, billed basis)", columns, cells)
