@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import sys
+from dataclasses import astuple
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -63,6 +64,16 @@ def main(log_format: str, debug: bool) -> None:
     TRACEBACKS["show"] = debug or log_format == "json"
 
 
+top_option = click.option(
+    "--top",
+    type=click.IntRange(min=0),
+    default=10,
+    show_default=True,
+    metavar="N",
+    help="How many experiments the summary lists, the costliest first (0: all).",
+)
+
+
 @main.command()
 @config_option
 @click.option(
@@ -74,8 +85,9 @@ def main(log_format: str, debug: bool) -> None:
     "partition day YYYY-MM-DD, or EXPORT/PERIOD) or shrinks a final one by more than 10%. "
     "Repeatable.",
 )
+@top_option
 @reports_errors
-def run(config_path: Path | None, allow_shrink: tuple[str, ...]) -> None:
+def run(config_path: Path | None, allow_shrink: tuple[str, ...], top: int) -> None:
     """Run the nightly job: ingest, attribute, allocate, check, publish.
 
     Exits 0 when a new snapshot is published (or the content did not change), 1 when input
@@ -90,7 +102,7 @@ def run(config_path: Path | None, allow_shrink: tuple[str, ...]) -> None:
     with run_display(errors) as display:
         result = run_pipeline(config, on_event=display.on_event, allow_shrink=allow_shrink)
     if result.status == "published":
-        _print_run_summary(result.database, result.run_id)
+        _print_run_summary(result.database, result.run_id, top)
     print_summary(terminal(), result)
 
 
@@ -110,8 +122,9 @@ force_option = click.option(
     help="Which bundled world: a CUR 2.0 Parquet export, the same as gzip CSV, or a GCP export.",
 )
 @force_option
+@top_option
 @reports_errors
-def demo(directory: Path | None, seed: int, world: str, force: bool) -> None:
+def demo(directory: Path | None, seed: int, world: str, force: bool, top: int) -> None:
     """Write the bundled scenario into DIRECTORY (default ./runcost-demo), run it, show costs."""
     from pipeline.run.nightly import run_pipeline
     from pipeline.scenario.worlds import write_world
@@ -120,7 +133,7 @@ def demo(directory: Path | None, seed: int, world: str, force: bool) -> None:
     _refuse_overwrite(target, force)
     config_file = write_world(world, target, seed=seed)
     result = run_pipeline(load_config(config_file), progress=_progress)
-    _print_run_summary(result.database, result.run_id)
+    _print_run_summary(result.database, result.run_id, top)
     hints = (
         f"\nQuery it (from {target}, or add --config {config_file}):",
         f"  cd {target}",
@@ -184,37 +197,48 @@ EXPERIMENT_COLUMNS = (
 )  # fmt: skip
 
 
-def _print_run_summary(database: Path, run_id: str) -> None:
+# every experiment in the order the summary lists them, for when it lists only the top ones
+ALL_EXPERIMENTS_SQL = (
+    "select experiment_id, effective_cost from marts.experiment_costs "
+    "where allocation_model = 'fully_loaded' order by effective_cost desc, experiment_id"
+)
+
+
+def _print_run_summary(database: Path, run_id: str, top: int = 10) -> None:
+    """The top experiments by fully loaded cost (all when top is 0) and the reconciliation."""
     from pipeline.cli.tables import Column, print_table
     from pipeline.warehouse.access import open_snapshot
+    from pipeline.warehouse.queries import run_summary
 
     con = open_snapshot(database)
     try:
-        experiments = con.execute(
-            "select experiment_id, attempts, failed_attempts, "
-            "max(effective_cost) filter (where allocation_model = 'marginal') as marginal, "
-            "max(effective_cost) filter (where allocation_model = 'fully_loaded') as loaded, "
-            "max(failed_attempt_cost) filter (where allocation_model = 'fully_loaded') as failed, "
-            "max(experiment_only_cost) filter (where allocation_model = 'fully_loaded') as only "
-            "from marts.experiment_costs group by all order by experiment_id"
-        ).fetchall()
-        reconciliation = con.execute(
-            "select billing_period, billing_currency, bill_total, attributed, shared, unallocated, "
-            "difference from marts.reconciliation where cost_basis = 'effective_cost' "
-            "and allocation_model = 'fully_loaded' order by all"
-        ).fetchall()
+        summary = run_summary(con, top or None)
     finally:
         con.close()
-    print_table(
-        f"Experiment costs, run {run_id} (effective cost, rounded to the cent)",
-        [Column(name, numeric=name != "experiment") for name in EXPERIMENT_COLUMNS],
-        [[_cell(value) for value in row] for row in experiments],
+    which = (
+        f": the {len(summary.experiments)} costliest of {summary.experiment_count}"
+        if summary.more_experiments
+        else ""
     )
+    print_table(
+        f"Experiment costs, run {run_id}{which} (effective cost, rounded to the cent)",
+        [Column(name, numeric=name != "experiment") for name in EXPERIMENT_COLUMNS],
+        [[_cell(value) for value in astuple(row)] for row in summary.experiments],
+    )
+    if summary.more_experiments:
+        console.print(
+            f"and {summary.more_experiments} more "
+            f"experiment{'' if summary.more_experiments == 1 else 's'}; all of them, costliest "
+            f'first:\n  runcost sql "{ALL_EXPERIMENTS_SQL}"',
+            highlight=False,
+            markup=False,
+            soft_wrap=True,
+        )
     names = ("period", "currency", "bill", "attributed", "shared", "unallocated", "difference")
     print_table(
         "Reconciliation to the bill (effective cost, fully loaded)",
         [Column(name, numeric=name not in ("period", "currency")) for name in names],
-        [[_cell(value) for value in row] for row in reconciliation],
+        [[_cell(value) for value in astuple(row)] for row in summary.reconciliation],
     )
 
 

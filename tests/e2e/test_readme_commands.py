@@ -32,6 +32,7 @@ def checkout(tmp_path_factory: pytest.TempPathFactory) -> Path:
     )
     assert done.returncode == 0, done.stderr
     assert "cd runcost-demo" in done.stdout  # the demo's own hint is the README's
+    assert "more experiment" not in done.stdout  # the demo's five are within the top 10
     return root
 
 
@@ -52,6 +53,31 @@ def test_the_querying_commands_run_as_written_after_the_demo(checkout: Path) -> 
     assert (demo / "focus.parquet").stat().st_size > 0
     assert "<svg" in (demo / "runcost-report.html").read_text(encoding="utf-8")
     assert "exp-llm-7b" in done.stdout
+
+
+def test_the_summary_lists_the_costliest_experiments_and_how_to_see_the_rest(
+    tmp_path: Path,
+) -> None:
+    target = tmp_path / "demo"
+    result = CliRunner().invoke(main, ["demo", str(target), "--top", "2"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    text = result.stdout
+    listed = re.findall(r"^(exp-[a-z0-9-]+) ", text, re.M)
+    assert listed == ["exp-llm-7b", "exp-eks-finetune"]  # 1,464.51 and 688.54 fully loaded
+    assert re.search(r"Experiment costs, run \S+: the 2 costliest of 5 \(effective cost", text)
+    hint = (
+        "and 3 more experiments; all of them, costliest first:\n"
+        '  runcost sql "select experiment_id, effective_cost from marts.experiment_costs where '
+        "allocation_model = 'fully_loaded' order by effective_cost desc, experiment_id\"\n"
+    )
+    assert hint in text
+    query = hint.split('runcost sql "', 1)[1].rstrip('"\n')
+    config = str(target / "runcost.toml")
+    every = CliRunner().invoke(main, ["sql", query, "--config", config, "--format", "csv"])
+    assert every.exit_code == 0, every.output
+    assert [line.split(",")[0] for line in every.stdout.splitlines()[1:]] == [
+        "exp-llm-7b", "exp-eks-finetune", "exp-rl-agent", "exp-nlp-distill", "exp-vision-sweep",
+    ]  # fmt: skip
 
 
 def test_a_no_change_run_says_only_that(checkout: Path) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from pipeline.cli.app import main
@@ -45,3 +46,10 @@ def test_sql_before_anything_is_published(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["sql", "select 1", "--config", str(config)])
     assert result.exit_code == EXIT_FAILED
     assert "nothing is published yet; run `runcost run` first" in result.output
+
+
+@pytest.mark.parametrize("command", ["run", "demo"])
+def test_top_is_a_count(command: str) -> None:
+    result = CliRunner().invoke(main, [command, "--top", "-1"])
+    assert result.exit_code == EXIT_USAGE
+    assert "Invalid value for '--top': -1 is not in the range x>=0." in result.output
