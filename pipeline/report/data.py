@@ -9,6 +9,8 @@ from decimal import Decimal
 
 import duckdb
 
+from pipeline.common.money import MONEY_SQL
+
 # The pictures show the fully loaded model in the effective basis: allocation is judged on
 # amortized cost (FOCUS: reconcile on billed, allocate on effective).
 MODEL = "fully_loaded"
@@ -49,7 +51,7 @@ prorated as (
             else cast(amount * (
                 (epoch_us(least(charge_period_end, day_start + interval 1 day))
                     - epoch_us(greatest(charge_period_start, day_start))) / window_us
-            ) as decimal(38, 10))
+            ) as {MONEY_SQL})
         end as amount
     from slice_days
 )
