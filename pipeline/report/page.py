@@ -30,8 +30,8 @@ STATUS_COLORS = {
 TOP_SERVICES = 8
 EXPERIMENT_HEADERS = ["experiment", "team", "attempts", "failed attempts", "marginal"]
 EXPERIMENT_HEADERS += ["fully loaded", "failed attempts' cost (fully loaded)"]
-# Marts of experiment cost against quality: the current name, then the one older snapshots hold;
-# the first that exists is drawn.
+# Marts that hold experiment cost against quality, in the order tried; the first that exists is
+# drawn (a snapshot without the economics marts has neither, and the report leaves it out).
 COST_QUALITY_MARTS = ("marts.cost_quality_frontier", "marts.cost_quality")
 
 STYLE = """
