@@ -215,8 +215,9 @@ def _print_run_summary(database: Path, run_id: str, top: int = 10) -> None:
         summary = run_summary(con, top or None)
     finally:
         con.close()
+    shown = len(summary.experiments)
     which = (
-        f": the {len(summary.experiments)} costliest of {summary.experiment_count}"
+        f": the {'' if shown == 1 else f'{shown} '}costliest of {summary.experiment_count}"
         if summary.more_experiments
         else ""
     )
