@@ -10,12 +10,12 @@ from pathlib import Path
 
 import duckdb
 
+from pipeline.common.money import MONEY_SQL
 from pipeline.warehouse.raw_store import DELIVERY_FILE, Delivery
 from pipeline.warehouse.snapshots import current_snapshot, snapshot_record, sql_path
 
 log = logging.getLogger("runcost")
 
-MONEY = "decimal(38, 10)"
 TS = "timestamptz"
 # raw.<name>: (published table it is read from, columns and types). A column the previous
 # snapshot lacks (written by an older runcost) is NULL.
@@ -26,8 +26,8 @@ PREVIOUS: dict[str, tuple[str, tuple[tuple[str, str], ...]]] = {
             ("attempt_id", "varchar"),
             ("experiment_id", "varchar"),
             ("allocation_model", "varchar"),
-            ("billed_cost", MONEY),
-            ("unbilled_estimate", MONEY),
+            ("billed_cost", MONEY_SQL),
+            ("unbilled_estimate", MONEY_SQL),
             ("cost_status", "varchar"),
             ("billing_currency", "varchar"),
         ),
@@ -37,8 +37,8 @@ PREVIOUS: dict[str, tuple[str, tuple[tuple[str, str], ...]]] = {
         (
             ("experiment_id", "varchar"),
             ("allocation_model", "varchar"),
-            ("billed_cost", MONEY),
-            ("unbilled_estimate", MONEY),
+            ("billed_cost", MONEY_SQL),
+            ("unbilled_estimate", MONEY_SQL),
             ("cost_status", "varchar"),
         ),
     ),
@@ -49,9 +49,9 @@ PREVIOUS: dict[str, tuple[str, tuple[tuple[str, str], ...]]] = {
             ("resource_id", "varchar"),
             ("estimate_start", TS),
             ("estimate_end", TS),
-            ("estimated_hours", MONEY),
-            ("price_per_hour", MONEY),
-            ("estimated_cost", MONEY),
+            ("estimated_hours", MONEY_SQL),
+            ("price_per_hour", MONEY_SQL),
+            ("estimated_cost", MONEY_SQL),
             ("billing_currency", "varchar"),
         ),
     ),
@@ -62,8 +62,8 @@ PREVIOUS: dict[str, tuple[str, tuple[tuple[str, str], ...]]] = {
             ("resource_id", "varchar"),
             ("window_start", TS),
             ("window_end", TS),
-            ("estimated_hours", MONEY),
-            ("estimated_cost", MONEY),
+            ("estimated_hours", MONEY_SQL),
+            ("estimated_cost", MONEY_SQL),
             ("billing_currency", "varchar"),
         ),
     ),
@@ -116,7 +116,7 @@ DELIVERY_COLUMNS = (
 )
 INVOICE_COLUMNS = (
     ("invoice_id", "varchar"),
-    ("amount", MONEY),
+    ("amount", MONEY_SQL),
     ("currency", "varchar"),
     ("source_row", "integer"),
 )

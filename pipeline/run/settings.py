@@ -6,6 +6,7 @@ from dataclasses import fields, replace
 
 import duckdb
 
+from pipeline.common.money import MONEY_SQL
 from pipeline.config.loader import Config, Economics
 from pipeline.config.tags import cur_tag_keys, exact_tag_keys
 from pipeline.run.history import create_history_inputs
@@ -88,7 +89,7 @@ def write_period_settings(con: duckdb.DuckDBPyConnection, config: Config) -> Non
     )
     con.execute(
         "create or replace table config.estimate_prices (instance_type varchar, region varchar, "
-        "price_per_hour decimal(38, 10), currency varchar)"
+        f"price_per_hour {MONEY_SQL}, currency varchar)"
     )
     if settings.prices:
         con.executemany(

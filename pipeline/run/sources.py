@@ -11,6 +11,7 @@ import pyarrow.parquet as pq
 
 from pipeline.common.duck import identifier, literal
 from pipeline.common.errors import InputError
+from pipeline.common.money import MONEY_SQL
 from pipeline.dag.macros import EXACT_DECIMAL
 from pipeline.ingest.aws_cur2 import Delivery
 from pipeline.warehouse.parquet import COMPRESSION
@@ -243,7 +244,7 @@ def _gcp_expr(path: str, leaf: str, wanted: pa.DataType, present: pa.DataType | 
         if pa.types.is_floating(present):
             return EXACT_DECIMAL.expand([path], leaf)  # a FLOAT64 through its text, as CUR money
         # NUMERIC (a decimal) or text: its own digits
-        return f"cast(cast({path} as varchar) as decimal(38, 10))"
+        return f"cast(cast({path} as varchar) as {MONEY_SQL})"
     if pa.types.is_timestamp(wanted):
         if pa.types.is_timestamp(present) and not present.tz:
             return f"timezone('UTC', {path})"  # the export's timestamps are UTC
@@ -261,7 +262,7 @@ def _duck_type(kind: pa.DataType, leaf: str) -> str:
     if pa.types.is_list(kind):
         return f"{_duck_type(kind.value_type, leaf)}[]"
     if leaf in gcp_billing.DECIMAL_LEAVES:
-        return "decimal(38, 10)"
+        return MONEY_SQL
     if pa.types.is_timestamp(kind):
         return "timestamp with time zone"
     if pa.types.is_boolean(kind):
