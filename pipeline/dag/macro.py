@@ -8,18 +8,24 @@ from dataclasses import dataclass
 
 from pipeline.common.errors import ModelError
 
-_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# a table's alias, or a struct column of one (held_slices.part)
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+
+
+_WORD = re.compile(r"^'[a-z_][a-z0-9_]*'$")
 
 
 @dataclass(frozen=True)
 class Macro:
     """``parameters`` are expressions (each substituted in parentheses); ``relations`` name the
-    parameters that are a table's alias instead, substituted as the bare name."""
+    parameters that are a table's alias instead, substituted as the bare name; ``words`` those
+    that are part of a column's name, written as a string ('line') and substituted bare."""
 
     name: str
     parameters: tuple[str, ...]
     body: str
     relations: tuple[str, ...] = ()
+    words: tuple[str, ...] = ()
 
     def expand(self, arguments: list[str], where: str) -> str:
         if not self.parameters and [value.strip() for value in arguments] == [""]:
@@ -37,5 +43,13 @@ class Macro:
                     f"{where}: {self.name}() takes the alias of a table as {name}, "
                     f"such as cost_lines; got {value!r}"
                 )
+            if name in self.words:
+                if not _WORD.match(value):
+                    raise ModelError(
+                        f"{where}: {self.name}() takes part of a column's name as {name}, "
+                        f"written as a string such as 'line'; got {value!r}"
+                    )
+                values[name] = value.strip("'")
+                continue
             values[name] = value if name in self.relations else f"({value})"
         return self.body.format(**values)

@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 
 from pipeline.common.errors import ModelError
+from pipeline.common.money import MONEY_SQL
+from pipeline.dag.basis_macros import BASIS_MACROS
 from pipeline.dag.macro import Macro
 from pipeline.dag.partitions import PARTITION, PARTITIONS
 from pipeline.dag.profile_macros import FOCUS_UNIT, LINE_PROFILE_COLUMNS, PROFILE_MACROS
@@ -23,31 +25,30 @@ FIRST_SLICE_TAKES_REST = Macro(
     "first_slice_takes_rest",
     ("takes_rest", "whole", "parts_total", "part"),
     "cast(case when {takes_rest} then {whole} - ({parts_total} - {part}) else {part} end "
-    "as decimal(38, 10))",
+    f"as {MONEY_SQL})",
 )
 
 # A DOUBLE amount as DECIMAL(38, 10), exactly: read through its shortest round-trip text (a
 # direct cast multiplies in floating point and is wrong at 1e-10 above about 2^20) and rounded
 # to 10 places. Below 1e8 the text is parsed as DECIMAL(18, 10), the same rounding on a 64-bit
 # integer, then widened: about 6x less CPU than parsing into the 128-bit DECIMAL(38, 10) when the
-# text has more than 10 places (docs/performance.md, session 12). The largest DOUBLE below 1e8
-# rounds to 99999999.99999999, so the narrow parse never overflows; larger values, NaN and
-# infinities take the 128-bit parse as before.
-# Most amounts skip the text (docs/performance.md, session 33): when the direct cast to
-# DECIMAL(18, 10) reads back as the same DOUBLE below 2^19, the cast is the text's value. It reads
+# text has more than 10 places. The largest DOUBLE below 1e8 rounds to 99999999.99999999, so the
+# narrow parse never overflows; larger values, NaN and infinities take the 128-bit parse.
+# Most amounts skip the text: when the direct cast to DECIMAL(18, 10) reads back as the same
+# DOUBLE below 2^19, the cast is the text's value. It reads
 # back, so its 10-place decimal is one whose nearest DOUBLE is this one; below 2^19 the DOUBLEs
 # are less than 1e-10 apart, so no other decimal of 10 places or fewer has this DOUBLE nearest,
 # and the shortest text, which has no more places than that decimal, is that decimal. Every
-# other value (more than 10 places, or 2^19 and above) takes the text as before.
+# other value (more than 10 places, or 2^19 and above) takes the text.
 EXACT_DECIMAL = Macro(
     "exact_decimal",
     ("value",),
     "case when cast(try_cast({value} as decimal(18, 10)) as double) = {value} "
     "and abs({value}) < 524288 "
-    "then cast(try_cast({value} as decimal(18, 10)) as decimal(38, 10)) "
+    f"then cast(try_cast({{value}} as decimal(18, 10)) as {MONEY_SQL}) "
     "when abs({value}) < 100000000 "
-    "then cast(cast(cast({value} as varchar) as decimal(18, 10)) as decimal(38, 10)) "
-    "else cast(cast({value} as varchar) as decimal(38, 10)) end",
+    f"then cast(cast(cast({{value}} as varchar) as decimal(18, 10)) as {MONEY_SQL}) "
+    f"else cast(cast({{value}} as varchar) as {MONEY_SQL}) end",
 )
 
 # A line's id, unique across sources without a lookup: the source's range (0 AWS CUR 2.0, 1 the
@@ -65,7 +66,7 @@ FILE_OF_LINE = Macro("file_of_line_id", ("line_id",), "({line_id} // 4294967296)
 # The start of the hour a timestamp falls in, in microseconds since the epoch: date_trunc('hour',
 # t) in the build's time zone, UTC, as a BIGINT. Truncating a TIMESTAMPTZ, or adding an interval to
 # it, goes through the time-zone calendar: about 15x the CPU of this arithmetic (0.75 against 0.05
-# CPU s for 10M values, docs/performance.md, session 35). The remainder is taken modulo the hour
+# CPU s for 10M values). The remainder is taken modulo the hour
 # twice so that a time before 1970, whose `%` is negative, floors too.
 HOUR_START_US = Macro(
     "hour_start_us",
@@ -78,7 +79,7 @@ HOUR_START_US = Macro(
 # Written for the planner: one pass folds to true, so every row is counted; a pass of many is a
 # range on the hash, estimated as a share of the rows. An equality on the hash is estimated like
 # one on the resource (a handful of rows), which built the anti join against the tagged lines
-# on the millions of lines joined to their windows (docs/performance.md, session 14).
+# on the millions of lines joined to their windows.
 _PARTITION_HASH = f"hash({{resource_id}}) % {PARTITIONS}"
 IN_RESOURCE_PARTITION = Macro(
     "in_resource_partition",
@@ -106,7 +107,7 @@ LINE_CHECKSUMS = Macro(
 # in their order (NULL when none has one). The first key is looked up alone: most configurations
 # name one key, and most lines have no value under it, so the lambdas over the key list run only
 # when there is a second key to try (half the CPU of the lambdas on every line: 0.68 against 1.2
-# CPU s for both tags of 10M lines, docs/performance.md, session 31). The empty list is tested
+# CPU s for both tags of 10M lines). The empty list is tested
 # first, so Spark never indexes an empty array.
 FIRST_TAG_VALUE = Macro(
     "first_tag_value",
@@ -137,6 +138,107 @@ IN_BOTH_ALLOCATION_MODELS = Macro(
     "in_both_allocation_models", ("allocation_models",), "({allocation_models} = 'both')"
 )
 
+# The columns of a slice no attempt holds (unallocated, or shared before a pool places it): no
+# attempt, experiment or attribution, typed so the slice unions with attributed ones.
+UNATTRIBUTED = Macro(
+    "unattributed",
+    (),
+    ", ".join(
+        f"cast(null as varchar) as {column}"
+        for column in ("attempt_id", "experiment_id", "attribution_method", "confidence")
+    ),
+)
+
+# Two relations' rows of the same billing period: one provider's account's period (DESIGN.md section
+# 10). A line without an account (NULL) belongs to the period of the lines without one.
+_SAME_PERIOD = (
+    "{left}.provider = {right}.provider "
+    "and {left}.billing_account_id is not distinct from {right}.billing_account_id "
+    "and {left}.billing_period = {right}.billing_period"
+)
+SAME_BILLING_PERIOD = Macro(
+    "same_billing_period", ("left", "right"), f"({_SAME_PERIOD})", relations=("left", "right")
+)
+
+# Two relations' rows of the same ledger: a billing period in one currency, the grain a bill is
+# reconciled at (DESIGN.md section 9).
+SAME_LEDGER = Macro(
+    "same_ledger",
+    ("left", "right"),
+    f"({_SAME_PERIOD} "
+    "and {left}.billing_currency is not distinct from {right}.billing_currency)",
+    relations=("left", "right"),
+)
+
+# Two relations' rows of one profile in one billing period: a line's provider, account and currency
+# are its profile's (normalized.cost_line_profiles), so lines and slices meet a period's facts on
+# (profile_key, billing_period) instead of carrying the profile's columns.
+SAME_PROFILE_PERIOD = Macro(
+    "same_profile_period",
+    ("left", "right"),
+    "({left}.profile_key = {right}.profile_key and {left}.billing_period = {right}.billing_period)",
+    relations=("left", "right"),
+)
+
+# A pool's window: a pool spreads the lines charged in one window over the attempts running in it,
+# so its weights, totals and shares are keyed by (pool_order, window_start, window_end).
+_WINDOW_KEYS = ("pool_order", "window_start", "window_end")
+POOL_WINDOW = Macro(
+    "pool_window",
+    ("relation",),
+    ", ".join(f"{{relation}}.{key}" for key in _WINDOW_KEYS),
+    relations=("relation",),
+)
+SAME_POOL_WINDOW = Macro(
+    "same_pool_window",
+    ("left", "right"),
+    "(" + " and ".join(f"{{left}}.{key} = {{right}}.{key}" for key in _WINDOW_KEYS) + ")",
+    relations=("left", "right"),
+)
+
+# A cost row of this snapshot (current) against the previous snapshot's (previous), outer-joined
+# on `key` and the allocation model: which sides hold it, and both sides' billed cost, unbilled
+# estimate and cost status. A snapshot from before estimates has no cost_status: everything in it
+# was billed.
+SNAPSHOT_COST_PAIR = Macro(
+    "snapshot_cost_pair",
+    ("current", "previous", "key"),
+    "coalesce({current}.allocation_model, {previous}.allocation_model) as allocation_model, "
+    "{previous}.{key} is not null as in_previous, "
+    "{current}.{key} is not null as in_current, "
+    "{previous}.billed_cost as previous_billed_cost, "
+    "{current}.billed_cost, "
+    "coalesce({previous}.unbilled_estimate, 0) as previous_unbilled_estimate, "
+    "{current}.unbilled_estimate, "
+    "case when {previous}.{key} is not null "
+    "then coalesce({previous}.cost_status, 'billed') end as previous_cost_status, "
+    "{current}.cost_status",
+    relations=("current", "previous"),
+    words=("key",),
+)
+
+# A resource finding's period, currency, cost, idle hours and evidence, over its unplaced rests:
+# the hours are summed as exact decimals, so the total does not depend on the order of the sum.
+RESOURCE_FINDING_TOTALS = Macro(
+    "resource_finding_totals",
+    ("relation",),
+    "min({relation}.billing_period) as billing_period, "
+    "min({relation}.billing_currency) as billing_currency, "
+    "sum({relation}.effective_cost) as effective_cost, "
+    "cast(sum(cast({relation}.idle_hours as decimal(38, 18))) as double) as idle_hours, "
+    "list_sort(list_distinct(list({relation}.line_id))) as evidence_line_ids",
+    relations=("relation",),
+)
+
+# The sum of a Google Cloud row's credits of one type (0 when it has none), over the row's own
+# credits list: a join or unnest would repeat the row's cost once per credit.
+GCP_CREDITS_OF_TYPE = Macro(
+    "gcp_credits_of_type",
+    ("credit_entries", "credit_type"),
+    "coalesce(list_sum(list_transform(list_filter({credit_entries}, "
+    "lambda credit: credit.type = {credit_type}), lambda credit: credit.amount)), 0)",
+)
+
 MACROS = {
     macro.name: macro
     for macro in (
@@ -154,6 +256,16 @@ MACROS = {
         LINE_PROFILE_COLUMNS,
         *PROFILE_MACROS,
         FOCUS_UNIT,
+        GCP_CREDITS_OF_TYPE,
+        UNATTRIBUTED,
+        SAME_BILLING_PERIOD,
+        SAME_LEDGER,
+        SAME_PROFILE_PERIOD,
+        POOL_WINDOW,
+        SNAPSHOT_COST_PAIR,
+        RESOURCE_FINDING_TOTALS,
+        SAME_POOL_WINDOW,
+        *BASIS_MACROS,
     )
 }
 _CALL = re.compile(r"\b(" + "|".join(MACROS) + r")\s*\(", re.IGNORECASE)
@@ -167,7 +279,8 @@ def expand_macros(sql: str, where: str) -> str:
         arguments, end = _arguments(sql, open_paren, where)
         out.append(sql[position:start])
         expanded = [expand_macros(argument, where) for argument in arguments]
-        out.append(MACROS[name.lower()].expand(expanded, where))
+        # a body may call other macros (slices_taking_rest calls first_slice_takes_rest)
+        out.append(expand_macros(MACROS[name.lower()].expand(expanded, where), where))
         position = end
     out.append(sql[position:])
     return "".join(out)
@@ -189,8 +302,13 @@ def _in_comment_or_string(sql: str, index: int) -> bool:
 def _arguments(sql: str, open_paren: int, where: str) -> tuple[list[str], int]:
     """The top-level comma-separated arguments after ``open_paren``, and the index past ')'."""
     depth, quoted, current, arguments = 0, False, [], []
+    comment = False  # a `--` comment inside the call (a noqa) is no part of an argument
     for index in range(open_paren + 1, len(sql)):
         char = sql[index]
+        if comment or (not quoted and sql.startswith("--", index)):
+            comment = char != "\n"
+            if comment:
+                continue
         if char == "'":
             quoted = not quoted
         elif not quoted and char == "(":

@@ -10,7 +10,7 @@ from pipeline.dag.macro import Macro
 # normalized.cost_line_profiles stores once per distinct combination and normalized.cost_line_facts
 # names by a 64-bit key; the billing period (the published tables' folder), the resource, its name
 # and the tags stay with the line. Three of the four ledger keys are the profile's (contract version
-# 4): no per-line table stores them (docs/performance.md, session 30).
+# 4): no per-line table stores them.
 PROFILE_COLUMNS = (
     "provider",
     "billing_account_id",
@@ -82,7 +82,7 @@ def _system_label(key: str) -> str:
 # names or (name, expression over the line items' alias). A line's profile key hashes these, not the
 # profile columns: a hash of dictionary-encoded source text per line, while the profile columns
 # (CASE and LIKE rules) are computed once per profile instead of on every line, twice (about 4 CPU
-# s less at 10M lines, docs/performance.md, session 18).
+# s less at 10M lines).
 PROFILE_SOURCES = {
     "aws": (
         "payer_account_id",

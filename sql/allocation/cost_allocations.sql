@@ -41,10 +41,7 @@ final as (
         cost_lines.charge_period_start,
         cost_lines.charge_period_end,
         cost_lines.resource_id,
-        model_slices.billed_cost,
-        model_slices.effective_cost,
-        model_slices.list_cost,
-        model_slices.net_cost
+        bases(model_slices)  -- noqa: AL03, RF02
     from model_slices
     inner join cost_lines on model_slices.line_id = cost_lines.line_id
 )

@@ -38,10 +38,7 @@ attributed as (
         profiles.billing_account_id,
         line_attributions.billing_period,
         profiles.billing_currency,
-        line_attributions.billed_cost,
-        line_attributions.effective_cost,
-        line_attributions.list_cost,
-        line_attributions.net_cost,
+        bases(line_attributions),  -- noqa: AL03, RF02
         line_attributions.profile_key
     from line_attributions
     left join profiles on line_attributions.profile_key = profiles.profile_key

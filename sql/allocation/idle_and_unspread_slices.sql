@@ -34,18 +34,12 @@ split_idle_unallocated as (
         'marginal' as allocation_models,
         split_unused_shares.line_id,
         'unallocated' as allocation_kind,
-        cast(null as varchar) as attempt_id,
-        cast(null as varchar) as experiment_id,
-        cast(null as varchar) as attribution_method,
-        cast(null as varchar) as confidence,
+        unattributed(),  -- noqa: AL03
         cast(null as varchar) as pool_name,
         'split_unused_capacity' as unallocated_reason,
         cast(null as double) as share,
         split_unused_shares.billing_period,
-        sum(split_unused_shares.billed_cost) as billed_cost,
-        sum(split_unused_shares.effective_cost) as effective_cost,
-        sum(split_unused_shares.list_cost) as list_cost,
-        sum(split_unused_shares.net_cost) as net_cost,
+        sum_bases(split_unused_shares),  -- noqa: AL03
         split_unused_shares.profile_key
     from split_unused_shares
     group by
@@ -68,10 +62,7 @@ split_idle_shared as (
         cast(null as varchar) as unallocated_reason,
         split_unused_shares.share,
         split_unused_shares.billing_period,
-        split_unused_shares.billed_cost,
-        split_unused_shares.effective_cost,
-        split_unused_shares.list_cost,
-        split_unused_shares.net_cost,
+        bases(split_unused_shares),  -- noqa: AL03
         split_unused_shares.profile_key
     from split_unused_shares
 ),
@@ -87,10 +78,7 @@ fully_loaded_unallocated as (
         'fully_loaded' as allocation_models,
         first_pools.line_id,
         'unallocated' as allocation_kind,
-        cast(null as varchar) as attempt_id,
-        cast(null as varchar) as experiment_id,
-        cast(null as varchar) as attribution_method,
-        cast(null as varchar) as confidence,
+        unattributed(),  -- noqa: AL03
         first_pools.pool_name,
         case
             when pool_windows.pool_order is not null then 'pool_driver_no_usage'
@@ -98,17 +86,10 @@ fully_loaded_unallocated as (
         end as unallocated_reason,
         cast(null as double) as share,
         first_pools.billing_period,
-        first_pools.billed_cost,
-        first_pools.effective_cost,
-        first_pools.list_cost,
-        first_pools.net_cost,
+        bases(first_pools),  -- noqa: AL03, RF02
         first_pools.profile_key
     from first_pools
-    left join pool_windows
-        on
-            first_pools.pool_order = pool_windows.pool_order
-            and first_pools.window_start = pool_windows.window_start
-            and first_pools.window_end = pool_windows.window_end
+    left join pool_windows on same_pool_window(first_pools, pool_windows)  -- noqa: RF02
     anti join spread_lines on first_pools.line_id = spread_lines.line_id
 ),
 
@@ -133,10 +114,7 @@ final as (
         slices.unallocated_reason,
         slices.share,
         slices.billing_period,
-        slices.billed_cost,
-        slices.effective_cost,
-        slices.list_cost,
-        slices.net_cost,
+        bases(slices),  -- noqa: AL03
         slices.profile_key
     from slices
 )

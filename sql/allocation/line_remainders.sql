@@ -3,8 +3,8 @@
 -- materialized: parquet (written once, as the published Parquet: allocation.unattributed_slices reads each rest as
 -- its unallocated slice through a view, so the rests are not written a second time)
 -- The rests are computed here, from the lines attribution did not place whole (attribution.unplaced_lines), and
--- written once: there is no step of the rests before the split idle pool takes its part (docs/performance.md,
--- session 26). A split instance line whose pods are all placed has no rest here: its idle slices take all of it.
+-- written once: there is no step of the rests before the split idle pool takes its part. A split instance line
+-- whose pods are all placed has no rest here: its idle slices take all of it.
 -- pool_name is the pool that takes the rest in the fully loaded model (the first pool whose selector matches the
 -- line; never an excluded inference line): allocation.pooled_lines reads it, and the rest is unallocated in the
 -- marginal model alone; NULL when no pool takes it, the rest then unallocated in both models.
@@ -44,10 +44,7 @@ placed as (
     -- aggregated at all (attribution.unplaced_lines left it out by its id alone)
     select
         line_attributions.line_id,
-        sum(line_attributions.billed_cost) as billed_cost,
-        sum(line_attributions.effective_cost) as effective_cost,
-        sum(line_attributions.list_cost) as list_cost,
-        sum(line_attributions.net_cost) as net_cost
+        sum_bases(line_attributions)  -- noqa: AL03
     from line_attributions
     where not line_attributions.fully_attributed
     group by line_attributions.line_id
@@ -58,10 +55,7 @@ idle_totals as (
     -- are all placed has no rest: its idle slices take all of it)
     select
         split_unused_shares.line_id,
-        sum(split_unused_shares.billed_cost) as billed_cost,
-        sum(split_unused_shares.effective_cost) as effective_cost,
-        sum(split_unused_shares.list_cost) as list_cost,
-        sum(split_unused_shares.net_cost) as net_cost
+        sum_bases(split_unused_shares)  -- noqa: AL03
     from allocation.split_unused_shares as split_unused_shares
     group by split_unused_shares.line_id
 ),
@@ -120,10 +114,7 @@ final as (
     select
         rests.line_id,
         rests.unallocated_reason,
-        cast(rests.billed_cost as decimal(38, 10)) as billed_cost,
-        cast(rests.effective_cost as decimal(38, 10)) as effective_cost,
-        cast(rests.list_cost as decimal(38, 10)) as list_cost,
-        cast(rests.net_cost as decimal(38, 10)) as net_cost,
+        money_bases(rests),  -- noqa: AL03
         rests.resource_id,
         rests.charge_period_start,
         rests.charge_period_end,

@@ -26,10 +26,7 @@ final as (
         cost_slices.billing_account_id,
         cost_slices.billing_period,
         cost_slices.billing_currency,
-        cost_slices.billed_cost,
-        cost_slices.effective_cost,
-        cost_slices.list_cost,
-        cost_slices.net_cost,
+        bases(cost_slices),  -- noqa: AL03, RF02
         cost_slices.profile_key
     from cost_slices
     inner join allocation_models

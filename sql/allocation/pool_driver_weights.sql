@@ -175,9 +175,7 @@ held_requests as (
     -- microseconds each resource row of a candidate was held inside the window; a row without
     -- times holds for the attempt's own interval
     select
-        candidates.pool_order,
-        candidates.window_start,
-        candidates.window_end,
+        pool_window(candidates),  -- noqa: AL03, RF02
         candidates.attempt_id,
         -- exact decimals, so the sums (and the shares) do not depend on summation order
         cast(resource_requests.vcpu_count as decimal(38, 6)) as vcpu_count,
@@ -205,29 +203,23 @@ held_requests as (
 requested as (
     -- vCPU- and GiB-microseconds each candidate requested inside the window
     select
-        held_requests.pool_order,
-        held_requests.window_start,
-        held_requests.window_end,
+        pool_window(held_requests),  -- noqa: AL03
         held_requests.attempt_id,
         sum(held_requests.held_us * coalesce(held_requests.vcpu_count, 0)) as vcpu_us,
         sum(held_requests.held_us * coalesce(held_requests.memory_gib, 0)) as memory_us
     from held_requests
     group by
-        held_requests.pool_order,
-        held_requests.window_start,
-        held_requests.window_end,
+        pool_window(held_requests),  -- noqa: AL03
         held_requests.attempt_id
 ),
 
 request_totals as (
     select
-        requested.pool_order,
-        requested.window_start,
-        requested.window_end,
+        pool_window(requested),  -- noqa: AL03
         sum(requested.vcpu_us) as vcpu_us,
         sum(requested.memory_us) as memory_us
     from requested
-    group by requested.pool_order, requested.window_start, requested.window_end
+    group by pool_window(requested)
 ),
 
 cost_weighted_attempts as (
@@ -242,10 +234,7 @@ cost_weighted_slices as (
     select
         line_attributions.line_id,
         line_attributions.attempt_id,
-        line_attributions.billed_cost,
-        line_attributions.effective_cost,
-        line_attributions.list_cost,
-        line_attributions.net_cost
+        bases(line_attributions)  -- noqa: AL03, RF02
     from line_attributions
     semi join cost_weighted_attempts on line_attributions.attempt_id = cost_weighted_attempts.attempt_id
 ),
@@ -268,10 +257,7 @@ attempt_line_costs as (
         cost_weighted_slices.attempt_id,
         weighted_lines.charge_period_start,
         weighted_lines.charge_period_end,
-        cost_weighted_slices.billed_cost,
-        cost_weighted_slices.effective_cost,
-        cost_weighted_slices.list_cost,
-        cost_weighted_slices.net_cost
+        bases(cost_weighted_slices)  -- noqa: AL03, RF02
     from cost_weighted_slices
     inner join weighted_lines on cost_weighted_slices.line_id = weighted_lines.line_id
 ),
@@ -280,9 +266,7 @@ attributed_costs as (
     -- cost_weighted: each candidate's attributed cost, in the pool's basis, of the lines
     -- charged inside the window (the marginal model's slices)
     select
-        candidates.pool_order,
-        candidates.window_start,
-        candidates.window_end,
+        pool_window(candidates),  -- noqa: AL03, RF02
         candidates.attempt_id,
         sum(
             case candidates.basis
@@ -300,7 +284,7 @@ attributed_costs as (
             and candidates.window_start < attempt_line_costs.charge_period_end
     where candidates.driver = 'cost_weighted'
     group by
-        candidates.pool_order, candidates.window_start, candidates.window_end, candidates.attempt_id
+        pool_window(candidates), candidates.attempt_id  -- noqa: RF02
 ),
 
 weighted as (
@@ -332,35 +316,25 @@ weighted as (
     from candidates
     left join requested
         on
-            candidates.pool_order = requested.pool_order
-            and candidates.window_start = requested.window_start
-            and candidates.window_end = requested.window_end
+            same_pool_window(candidates, requested)  -- noqa: RF02
             and candidates.attempt_id = requested.attempt_id
-    left join request_totals
-        on
-            candidates.pool_order = request_totals.pool_order
-            and candidates.window_start = request_totals.window_start
-            and candidates.window_end = request_totals.window_end
+    left join request_totals on same_pool_window(candidates, request_totals)  -- noqa: RF02
     left join attributed_costs
         on
-            candidates.pool_order = attributed_costs.pool_order
-            and candidates.window_start = attributed_costs.window_start
-            and candidates.window_end = attributed_costs.window_end
+            same_pool_window(candidates, attributed_costs)  -- noqa: RF02
             and candidates.attempt_id = attributed_costs.attempt_id
 ),
 
 window_totals as (
     -- the largest weight (ties: smallest attempt_id) takes each line's rounding remainder
     select
-        weighted.pool_order,
-        weighted.window_start,
-        weighted.window_end,
+        pool_window(weighted),  -- noqa: AL03
         sum(weighted.weight) filter (where weighted.weight > 0) as total_weight,
         arg_min(weighted.attempt_id, (-weighted.weight, weighted.attempt_id)) filter (
             where weighted.weight > 0
         ) as first_attempt_id
     from weighted
-    group by weighted.pool_order, weighted.window_start, weighted.window_end
+    group by pool_window(weighted)
 ),
 
 final as (
@@ -378,11 +352,7 @@ final as (
         end as share,
         coalesce(weighted.attempt_id = window_totals.first_attempt_id, false) as takes_remainder
     from weighted
-    inner join window_totals
-        on
-            weighted.pool_order = window_totals.pool_order
-            and weighted.window_start = window_totals.window_start
-            and weighted.window_end = window_totals.window_end
+    inner join window_totals on same_pool_window(weighted, window_totals)  -- noqa: RF02
 )
 
 select * from final

@@ -13,35 +13,23 @@ pooled_lines as (
 rounded as not materialized (
     -- read twice (summed per line, then joined to the sums) and computed twice: the join that makes it is a few
     -- thousand pooled lines against their windows' shares, cheaper than DuckDB storing its millions of slices to
-    -- read them again, which spilled at the memory per line of a 100M bill (docs/performance.md, session 24)
+    -- read them again, which spilled at the memory per line of a 100M bill
     select
         pooled_lines.*,
         pool_driver_weights.attempt_id,
         pool_driver_weights.experiment_id,
         pool_driver_weights.share,
         case when pool_driver_weights.takes_remainder then 1 else 2 end as slice_rank,
-        cast(pooled_lines.billed_cost * pool_driver_weights.share as decimal(38, 10)) as billed_part,
-        cast(
-            pooled_lines.effective_cost * pool_driver_weights.share as decimal(38, 10)
-        ) as effective_part,
-        cast(pooled_lines.list_cost * pool_driver_weights.share as decimal(38, 10)) as list_part,
-        cast(pooled_lines.net_cost * pool_driver_weights.share as decimal(38, 10)) as net_part
+        shared_parts(pooled_lines, pool_driver_weights.share)  -- noqa: AL03, RF02
     from pooled_lines
-    inner join pool_driver_weights
-        on
-            pooled_lines.pool_order = pool_driver_weights.pool_order
-            and pooled_lines.window_start = pool_driver_weights.window_start
-            and pooled_lines.window_end = pool_driver_weights.window_end
+    inner join pool_driver_weights on same_pool_window(pooled_lines, pool_driver_weights)  -- noqa: RF02
     where pool_driver_weights.share is not null
 ),
 
 line_parts as (
     select
         rounded.line_id,
-        sum(rounded.billed_part) as billed_parts,
-        sum(rounded.effective_part) as effective_parts,
-        sum(rounded.list_part) as list_parts,
-        sum(rounded.net_part) as net_parts
+        sum_parts(rounded)  -- noqa: AL03
     from rounded
     group by rounded.line_id
 ),
@@ -49,10 +37,8 @@ line_parts as (
 totals as (
     select
         rounded.*,
-        line_parts.billed_parts,
-        line_parts.effective_parts,
-        line_parts.list_parts,
-        line_parts.net_parts
+        line_bases(rounded),  -- noqa: AL03, RF02
+        parts_totals(line_parts)  -- noqa: AL03, RF02
     from rounded
     inner join line_parts on rounded.line_id = line_parts.line_id
 ),
@@ -65,30 +51,7 @@ final as (
         totals.experiment_id,
         totals.pool_name,
         totals.share,
-        first_slice_takes_rest(
-            totals.slice_rank = 1,
-            totals.billed_cost,
-            totals.billed_parts,
-            totals.billed_part
-        ) as billed_cost,
-        first_slice_takes_rest(
-            totals.slice_rank = 1,
-            totals.effective_cost,
-            totals.effective_parts,
-            totals.effective_part
-        ) as effective_cost,
-        first_slice_takes_rest(
-            totals.slice_rank = 1,
-            totals.list_cost,
-            totals.list_parts,
-            totals.list_part
-        ) as list_cost,
-        first_slice_takes_rest(
-            totals.slice_rank = 1,
-            totals.net_cost,
-            totals.net_parts,
-            totals.net_part
-        ) as net_cost,
+        slices_taking_rest(totals.slice_rank = 1, totals, 'line'),  -- noqa: AL03
         totals.billing_period,
         totals.profile_key
     from totals

@@ -30,10 +30,7 @@ final as (
         -- pool_shares repeats these columns on every slice of the line
         remainders.line_id,
         remainders.unallocated_reason,
-        remainders.billed_cost,
-        remainders.effective_cost,
-        remainders.list_cost,
-        remainders.net_cost,
+        bases(remainders),  -- noqa: AL03, RF02
         remainders.billing_period,
         remainders.profile_key,
         pools.pool_order,

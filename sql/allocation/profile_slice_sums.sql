@@ -2,7 +2,7 @@
 -- grain: one row per (allocation_models, billing_period, profile_key, allocation_kind, unallocated_reason)
 -- materialized: intermediate (a step of the build, never published: the few thousand sums of the slices that
 -- marts.reconciliation, marts.unallocated_costs and checks.slices_sum_to_line read)
--- The slices are read once for the three instead of once by each (docs/performance.md, session 31). Each stored slice
+-- The slices are read once for the three instead of once by each. Each stored slice
 -- is summed once, by the models it belongs to (allocation_models: 'both', 'marginal' or 'fully_loaded'); the readers
 -- expand the models over these sums. The checksums (macro line_checksums) weigh each slice's cost by its line's weight,
 -- as normalized.profile_line_sums does.
@@ -18,10 +18,7 @@ final as (
         cost_slices.allocation_kind,
         cost_slices.unallocated_reason,
         count(*) as cost_slices,
-        sum(cost_slices.billed_cost) as billed_cost,
-        sum(cost_slices.effective_cost) as effective_cost,
-        sum(cost_slices.list_cost) as list_cost,
-        sum(cost_slices.net_cost) as net_cost,
+        sum_bases(cost_slices),  -- noqa: AL03
         line_checksums(cost_slices)  -- noqa: AL03
     from cost_slices
     group by

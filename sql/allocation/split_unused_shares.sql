@@ -13,10 +13,7 @@ cost_lines as (
     -- takes all of it has no idle capacity
     select
         cost_lines.line_id,
-        cost_lines.billed_cost,
-        cost_lines.effective_cost,
-        cost_lines.list_cost,
-        cost_lines.net_cost,
+        bases(cost_lines),  -- noqa: AL03
         cost_lines.billing_period,
         cost_lines.profile_key
     from attribution.unplaced_lines as cost_lines
@@ -31,10 +28,7 @@ split_slices as (
     -- what the placed pods' split slices of a line placed only in part add up to
     select
         line_attributions.line_id,
-        sum(line_attributions.billed_cost) as billed_cost,
-        sum(line_attributions.effective_cost) as effective_cost,
-        sum(line_attributions.list_cost) as list_cost,
-        sum(line_attributions.net_cost) as net_cost
+        sum_bases(line_attributions)  -- noqa: AL03
     from attribution.line_attributions as line_attributions
     where line_attributions.attribution_method = 'split_cost' and not line_attributions.fully_attributed
     group by line_attributions.line_id
@@ -44,12 +38,7 @@ remainders as (
     -- the line's rest once its split slices are taken
     select
         cost_lines.line_id,
-        cast(cost_lines.billed_cost - coalesce(split_slices.billed_cost, 0) as decimal(38, 10)) as billed_cost,
-        cast(
-            cost_lines.effective_cost - coalesce(split_slices.effective_cost, 0) as decimal(38, 10)
-        ) as effective_cost,
-        cast(cost_lines.list_cost - coalesce(split_slices.list_cost, 0) as decimal(38, 10)) as list_cost,
-        cast(cost_lines.net_cost - coalesce(split_slices.net_cost, 0) as decimal(38, 10)) as net_cost
+        subtracted_bases(cost_lines, split_slices)  -- noqa: AL03, RF02
     from cost_lines
     semi join split_cost_shares on cost_lines.line_id = split_cost_shares.line_id
     left join split_slices on cost_lines.line_id = split_slices.line_id
@@ -65,16 +54,8 @@ idle as (
         split_cost_shares.has_unplaced_pods,
         cost_lines.billing_period,
         cost_lines.profile_key,
-        remainders.billed_cost as rest_billed_cost,
-        remainders.effective_cost as rest_effective_cost,
-        remainders.list_cost as rest_list_cost,
-        remainders.net_cost as rest_net_cost,
-        cast(cost_lines.billed_cost * split_cost_shares.unused_share as decimal(38, 10)) as billed_part,
-        cast(
-            cost_lines.effective_cost * split_cost_shares.unused_share as decimal(38, 10)
-        ) as effective_part,
-        cast(cost_lines.list_cost * split_cost_shares.unused_share as decimal(38, 10)) as list_part,
-        cast(cost_lines.net_cost * split_cost_shares.unused_share as decimal(38, 10)) as net_part,
+        bases_named(remainders, 'rest'),  -- noqa: AL03, RF02
+        shared_parts(cost_lines, split_cost_shares.unused_share),  -- noqa: AL03, RF02
         row_number() over (
             partition by split_cost_shares.line_id
             order by
@@ -93,10 +74,7 @@ idle as (
 totals as (
     select
         idle.*,
-        sum(idle.billed_part) over (partition by idle.line_id) as billed_parts,
-        sum(idle.effective_part) over (partition by idle.line_id) as effective_parts,
-        sum(idle.list_part) over (partition by idle.line_id) as list_parts,
-        sum(idle.net_part) over (partition by idle.line_id) as net_parts
+        sum_parts_by_line(idle)  -- noqa: AL03
     from idle
 ),
 
@@ -108,30 +86,9 @@ final as (
         totals.attempt_id,
         totals.experiment_id,
         totals.share,
-        first_slice_takes_rest(
-            not totals.has_unplaced_pods and totals.slice_rank = 1,
-            totals.rest_billed_cost,
-            totals.billed_parts,
-            totals.billed_part
-        ) as billed_cost,
-        first_slice_takes_rest(
-            not totals.has_unplaced_pods and totals.slice_rank = 1,
-            totals.rest_effective_cost,
-            totals.effective_parts,
-            totals.effective_part
-        ) as effective_cost,
-        first_slice_takes_rest(
-            not totals.has_unplaced_pods and totals.slice_rank = 1,
-            totals.rest_list_cost,
-            totals.list_parts,
-            totals.list_part
-        ) as list_cost,
-        first_slice_takes_rest(
-            not totals.has_unplaced_pods and totals.slice_rank = 1,
-            totals.rest_net_cost,
-            totals.net_parts,
-            totals.net_part
-        ) as net_cost,
+        slices_taking_rest(  -- noqa: AL03
+            not totals.has_unplaced_pods and totals.slice_rank = 1, totals, 'rest'
+        ),
         totals.billing_period,
         totals.profile_key
     from totals

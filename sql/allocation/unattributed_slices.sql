@@ -3,13 +3,13 @@
 -- experiment_id, unallocated_reason)
 -- materialized: view (of three published tables, each written once: the lines' rests, allocation.line_remainders;
 -- the pools' shares, allocation.pool_shares; and the few other slices, allocation.idle_and_unspread_slices. Copying
--- the rests and shares into one table cost about 6 CPU s at 10M lines, docs/performance.md, session 25)
+-- the rests and shares into one table cost about 6 CPU s at 10M lines)
 -- allocation_models is 'both' (a rest no pool takes), 'marginal' or 'fully_loaded'. With
 -- attribution.line_attributions (the attributed slices, 'both') it makes allocation.cost_slices: every slice of
 -- every line, each stored once. The stored slices carry their line's billing period and its profile's key
 -- (profile_key), never joined to the lines on line_id; the other ledger keys (provider, account, currency) are the
 -- profile's, read here from the bill's few thousand profiles (normalized.cost_line_profiles) so that no per-line
--- table stores them (contract version 4, docs/performance.md, session 30).
+-- table stores them (contract version 4).
 with remainders as (
     select * from allocation.line_remainders
 ),
@@ -33,18 +33,12 @@ rests as (
         case when remainders.pool_name is null then 'both' else 'marginal' end as allocation_models,
         remainders.line_id,
         'unallocated' as allocation_kind,
-        cast(null as varchar) as attempt_id,
-        cast(null as varchar) as experiment_id,
-        cast(null as varchar) as attribution_method,
-        cast(null as varchar) as confidence,
+        unattributed(),  -- noqa: AL03
         cast(null as varchar) as pool_name,
         remainders.unallocated_reason,
         cast(null as double) as share,
         remainders.billing_period,
-        remainders.billed_cost,
-        remainders.effective_cost,
-        remainders.list_cost,
-        remainders.net_cost,
+        bases(remainders),  -- noqa: AL03
         remainders.profile_key
     from remainders
 ),
@@ -62,10 +56,7 @@ shared as (
         cast(null as varchar) as unallocated_reason,
         pool_shares.share,
         pool_shares.billing_period,
-        pool_shares.billed_cost,
-        pool_shares.effective_cost,
-        pool_shares.list_cost,
-        pool_shares.net_cost,
+        bases(pool_shares),  -- noqa: AL03
         pool_shares.profile_key
     from pool_shares
 ),
@@ -94,10 +85,7 @@ final as (
         profiles.billing_account_id,
         stored.billing_period,
         profiles.billing_currency,
-        stored.billed_cost,
-        stored.effective_cost,
-        stored.list_cost,
-        stored.net_cost,
+        bases(stored),  -- noqa: AL03, RF02
         stored.profile_key
     from stored
     left join profiles on stored.profile_key = profiles.profile_key

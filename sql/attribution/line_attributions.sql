@@ -20,10 +20,7 @@ with cost_lines as (
         cost_lines.charge_period_start,
         cost_lines.charge_period_end,
         cost_lines.usage_seconds,
-        cost_lines.billed_cost,
-        cost_lines.effective_cost,
-        cost_lines.list_cost,
-        cost_lines.net_cost,
+        bases(cost_lines),  -- noqa: AL03
         cost_lines.billing_period,
         cost_lines.profile_key
     from normalized.cost_line_facts as cost_lines
@@ -63,10 +60,7 @@ tag_slices as (
         'billed' as confidence,
         true as fully_attributed,
         cast(1.0 as double) as share,
-        cost_lines.billed_cost,
-        cost_lines.effective_cost,
-        cost_lines.list_cost,
-        cost_lines.net_cost,
+        bases(cost_lines),  -- noqa: AL03, RF02
         cost_lines.billing_period,
         cost_lines.profile_key
     from cost_lines
@@ -100,16 +94,10 @@ split_parts as (
 split_rounded as (
     select
         split_parts.*,
-        cost_lines.billed_cost as line_billed_cost,
-        cost_lines.effective_cost as line_effective_cost,
-        cost_lines.list_cost as line_list_cost,
-        cost_lines.net_cost as line_net_cost,
+        line_bases(cost_lines),  -- noqa: AL03, RF02
         cost_lines.billing_period,
         cost_lines.profile_key,
-        cast(cost_lines.billed_cost * split_parts.share as decimal(38, 10)) as billed_part,
-        cast(cost_lines.effective_cost * split_parts.share as decimal(38, 10)) as effective_part,
-        cast(cost_lines.list_cost * split_parts.share as decimal(38, 10)) as list_part,
-        cast(cost_lines.net_cost * split_parts.share as decimal(38, 10)) as net_part
+        shared_parts(cost_lines, split_parts.share)  -- noqa: AL03, RF02
     from cost_lines
     inner join split_parts on cost_lines.line_id = split_parts.line_id
     anti join excluded_lines on cost_lines.line_id = excluded_lines.line_id
@@ -118,12 +106,7 @@ split_rounded as (
 split_totals as (
     select
         split_rounded.*,
-        sum(split_rounded.billed_part) over (partition by split_rounded.line_id) as billed_parts,
-        sum(split_rounded.effective_part) over (
-            partition by split_rounded.line_id
-        ) as effective_parts,
-        sum(split_rounded.list_part) over (partition by split_rounded.line_id) as list_parts,
-        sum(split_rounded.net_part) over (partition by split_rounded.line_id) as net_parts
+        sum_parts_by_line(split_rounded)  -- noqa: AL03
     from split_rounded
 ),
 
@@ -155,10 +138,7 @@ held_parts as (
         held_lines.fully_attributed,
         held_lines.billing_period,
         held_lines.profile_key,
-        held_lines.billed_cost,
-        held_lines.effective_cost,
-        held_lines.list_cost,
-        held_lines.net_cost,
+        bases(held_lines),  -- noqa: AL03
         list_transform(
             held_lines.holders,
             lambda holder: {
@@ -166,21 +146,17 @@ held_parts as (
                 'experiment_id': holder.experiment_id,
                 'slice_rank': holder.slice_rank,
                 'share': holder.overlap_us / held_lines.held_us,
-                'billed_part': cast(
+                'billed_part': money(
                     held_lines.billed_cost * (holder.overlap_us / held_lines.held_us)
-                    as decimal(38, 10)
                 ),
-                'effective_part': cast(
+                'effective_part': money(
                     held_lines.effective_cost * (holder.overlap_us / held_lines.held_us)
-                    as decimal(38, 10)
                 ),
-                'list_part': cast(
+                'list_part': money(
                     held_lines.list_cost * (holder.overlap_us / held_lines.held_us)
-                    as decimal(38, 10)
                 ),
-                'net_part': cast(
+                'net_part': money(
                     held_lines.net_cost * (holder.overlap_us / held_lines.held_us)
-                    as decimal(38, 10)
                 )
             }
         ) as parts
@@ -205,14 +181,8 @@ held_slices as (
         held_sums.fully_attributed,
         held_sums.billing_period,
         held_sums.profile_key,
-        held_sums.billed_cost as line_billed_cost,
-        held_sums.effective_cost as line_effective_cost,
-        held_sums.list_cost as line_list_cost,
-        held_sums.net_cost as line_net_cost,
-        held_sums.billed_parts,
-        held_sums.effective_parts,
-        held_sums.list_parts,
-        held_sums.net_parts,
+        line_bases(held_sums),  -- noqa: AL03
+        parts_totals(held_sums),  -- noqa: AL03
         unnest(held_sums.parts) as part
     from held_sums
 ),
@@ -227,18 +197,9 @@ rounded as (
         split_totals.fully_attributed,
         split_totals.share,
         split_totals.slice_rank,
-        split_totals.line_billed_cost,
-        split_totals.line_effective_cost,
-        split_totals.line_list_cost,
-        split_totals.line_net_cost,
-        split_totals.billed_part,
-        split_totals.effective_part,
-        split_totals.list_part,
-        split_totals.net_part,
-        split_totals.billed_parts,
-        split_totals.effective_parts,
-        split_totals.list_parts,
-        split_totals.net_parts,
+        line_costs(split_totals),  -- noqa: AL03
+        parts(split_totals),  -- noqa: AL03
+        parts_totals(split_totals),  -- noqa: AL03
         split_totals.billing_period,
         split_totals.profile_key
     from split_totals
@@ -252,18 +213,9 @@ rounded as (
         held_slices.fully_attributed,
         held_slices.part.share,
         held_slices.part.slice_rank,
-        held_slices.line_billed_cost,
-        held_slices.line_effective_cost,
-        held_slices.line_list_cost,
-        held_slices.line_net_cost,
-        held_slices.part.billed_part,
-        held_slices.part.effective_part,
-        held_slices.part.list_part,
-        held_slices.part.net_part,
-        held_slices.billed_parts,
-        held_slices.effective_parts,
-        held_slices.list_parts,
-        held_slices.net_parts,
+        line_costs(held_slices),  -- noqa: AL03
+        parts(held_slices.part),  -- noqa: AL03
+        parts_totals(held_slices),  -- noqa: AL03
         held_slices.billing_period,
         held_slices.profile_key
     from held_slices
@@ -280,30 +232,9 @@ shared_slices as (
         rounded.confidence,
         rounded.fully_attributed,
         rounded.share,
-        first_slice_takes_rest(
-            rounded.fully_attributed and rounded.slice_rank = 1,
-            rounded.line_billed_cost,
-            rounded.billed_parts,
-            rounded.billed_part
-        ) as billed_cost,
-        first_slice_takes_rest(
-            rounded.fully_attributed and rounded.slice_rank = 1,
-            rounded.line_effective_cost,
-            rounded.effective_parts,
-            rounded.effective_part
-        ) as effective_cost,
-        first_slice_takes_rest(
-            rounded.fully_attributed and rounded.slice_rank = 1,
-            rounded.line_list_cost,
-            rounded.list_parts,
-            rounded.list_part
-        ) as list_cost,
-        first_slice_takes_rest(
-            rounded.fully_attributed and rounded.slice_rank = 1,
-            rounded.line_net_cost,
-            rounded.net_parts,
-            rounded.net_part
-        ) as net_cost,
+        slices_taking_rest(  -- noqa: AL03
+            rounded.fully_attributed and rounded.slice_rank = 1, rounded, 'line'
+        ),
         rounded.billing_period,
         rounded.profile_key
     from rounded

@@ -6,14 +6,14 @@
 -- are 2.
 -- A window of one hour (every line of an hourly bill) whose hour one held interval alone reaches (most of them:
 -- attempts on a node follow each other) has one row, its holder's: it takes its list as it is, without the sum
--- per window and attempt or the list aggregate, which hash every row (docs/performance.md, session 28; the
--- aggregate cost about half of the model's CPU when every window took it, session 15). The others are summed
--- per window and attempt, then grouped per window into their list with the holder that takes the rest: one
--- aggregate, where a window function sorted the rows to rank them before (session 36).
+-- per window and attempt or the list aggregate, which hash every row (taken by every window, the aggregate cost
+-- about half of the model's CPU). The others are summed per window and attempt, then grouped per window into
+-- their list with the holder that takes the rest: one aggregate, with no window function sorting the rows to rank
+-- them.
 -- Both sides are cut at hour boundaries and equi-joined on (resource_id, hour_start_us): a hash join
 -- with only a time-overlap filter goes quadratic on long-lived nodes with many short attempts. Hours are
 -- counted in microseconds since the epoch (hour_start_us, epoch_us): truncating and adding intervals to
--- TIMESTAMPTZ goes through the time-zone calendar, about 15x the CPU (docs/performance.md, session 35).
+-- TIMESTAMPTZ goes through the time-zone calendar, about 15x the CPU.
 -- Built in resource-hash passes (in_resource_partition, pipeline/dag/partitions.py): every row of a
 -- window and every hour it joins share the window's resource, so each pass holds one slice of the
 -- resources' hours and windows in memory; the horizon stays the whole bill's.
@@ -186,7 +186,7 @@ window_holders as (
     -- each window's holders in one aggregate: their total, their list and the one that takes a
     -- placed line's rounding remainder (the largest overlap, then the smallest attempt id). Ranking
     -- the window's rows with a window function sorted them, then the list was grouped again; only
-    -- rank 1 is read (line_attributions), so the others are 2 (docs/performance.md, session 36)
+    -- rank 1 is read (line_attributions), so the others are 2
     select
         window_overlaps.resource_id,
         window_overlaps.charge_period_start,

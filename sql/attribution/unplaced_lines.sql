@@ -5,7 +5,7 @@
 -- A step of its own so that the anti join's table of the wholly placed lines' ids is not held in
 -- one query beside allocation.line_remainders' table of the partly placed lines' sums: at the
 -- memory per line of a 100M-line bill at 4GB, the two together spilled or ran out of memory
--- (docs/performance.md, session 22). Carries the columns the rests are computed from, and the line's
+--. Carries the columns the rests are computed from, and the line's
 -- resource and window, which the rests carry on to the waste findings.
 with cost_lines as (
     select * from normalized.cost_line_facts
@@ -25,10 +25,7 @@ final as (
         cost_lines.resource_id,
         cost_lines.charge_period_start,
         cost_lines.charge_period_end,
-        cost_lines.billed_cost,
-        cost_lines.effective_cost,
-        cost_lines.list_cost,
-        cost_lines.net_cost,
+        bases(cost_lines),  -- noqa: AL03, RF02
         cost_lines.billing_period,
         cost_lines.profile_key
     from cost_lines

@@ -39,10 +39,7 @@ stored_sums as (
         profile_slice_sums.allocation_models,
         profile_slice_sums.billing_period,
         profile_slice_sums.profile_key,
-        sum(profile_slice_sums.billed_checksum) as billed_checksum,
-        sum(profile_slice_sums.effective_checksum) as effective_checksum,
-        sum(profile_slice_sums.list_checksum) as list_checksum,
-        sum(profile_slice_sums.net_checksum) as net_checksum
+        sum_checksums(profile_slice_sums)  -- noqa: AL03
     from profile_slice_sums
     group by
         profile_slice_sums.allocation_models,
@@ -55,10 +52,7 @@ slice_sums as (
         allocation_models.allocation_model,
         stored_sums.billing_period,
         stored_sums.profile_key,
-        sum(stored_sums.billed_checksum) as billed_checksum,
-        sum(stored_sums.effective_checksum) as effective_checksum,
-        sum(stored_sums.list_checksum) as list_checksum,
-        sum(stored_sums.net_checksum) as net_checksum
+        sum_checksums(stored_sums)  -- noqa: AL03, RF02
     from stored_sums
     inner join allocation_models
         on in_allocation_model(stored_sums.allocation_models, allocation_models.allocation_model)
@@ -92,10 +86,7 @@ final as (
     where
         expected.allocation_model is null
         or slice_sums.allocation_model is null
-        or expected.billed_checksum is distinct from slice_sums.billed_checksum
-        or expected.effective_checksum is distinct from slice_sums.effective_checksum
-        or expected.list_checksum is distinct from slice_sums.list_checksum
-        or expected.net_checksum is distinct from slice_sums.net_checksum
+        or checksums_differ(expected, slice_sums)  -- noqa: RF02
 )
 
 select * from final

@@ -58,11 +58,10 @@ final as (
         pod_hours.charge_period_end,
         pod_hours.split_rows,
         coalesce(instance_hours.instance_lines, 0) as instance_lines,
-        cast(pod_hours.split_cost + pod_hours.unused_cost as decimal(38, 10)) as split_total,
-        cast(instance_hours.effective_cost as decimal(38, 10)) as instance_effective_cost,
-        cast(
+        money(pod_hours.split_cost + pod_hours.unused_cost) as split_total,
+        money(instance_hours.effective_cost) as instance_effective_cost,
+        money(
             pod_hours.split_cost + pod_hours.unused_cost - instance_hours.effective_cost
-            as decimal(38, 10)
         ) as difference
     from pod_hours
     left join instance_hours

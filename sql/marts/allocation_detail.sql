@@ -29,10 +29,7 @@ final as (
         case when pools.driver = 'cost_weighted' then pools.basis end as driver_basis,
         cost_allocations.unallocated_reason,
         cost_allocations.share,
-        cost_allocations.billed_cost,
-        cost_allocations.effective_cost,
-        cost_allocations.list_cost,
-        cost_allocations.net_cost,
+        bases(cost_allocations),  -- noqa: AL03, RF02
         cost_lines.provider,
         cost_lines.billing_account_id,
         cost_lines.sub_account_id,
@@ -50,10 +47,7 @@ final as (
         cost_lines.region_id,
         cost_lines.availability_zone,
         cost_lines.instance_type,
-        cost_lines.billed_cost as line_billed_cost,
-        cost_lines.effective_cost as line_effective_cost,
-        cost_lines.list_cost as line_list_cost,
-        cost_lines.net_cost as line_net_cost
+        line_bases(cost_lines)  -- noqa: AL03, RF02
     from cost_allocations
     inner join cost_lines on cost_allocations.line_id = cost_lines.line_id
     left join pools on cost_allocations.pool_name = pools.pool_name

@@ -71,10 +71,7 @@ slice_totals as (
     select
         cost_slices.allocation_models,
         cost_slices.attempt_id,
-        sum(cost_slices.billed_cost) as billed_cost,
-        sum(cost_slices.effective_cost) as effective_cost,
-        sum(cost_slices.list_cost) as list_cost,
-        sum(cost_slices.net_cost) as net_cost,
+        sum_bases(cost_slices),  -- noqa: AL03, RF02
         sum(cost_slices.effective_cost) filter (
             where cost_slices.attribution_method = 'resource_time'
         ) as estimated_cost,
@@ -86,10 +83,7 @@ slice_totals as (
         -- the least final period among the slices' periods, in the same pass over the slices
         min(profile_periods.status_rank) as status_rank
     from cost_slices
-    left join profile_periods
-        on
-            cost_slices.profile_key = profile_periods.profile_key
-            and cost_slices.billing_period = profile_periods.billing_period
+    left join profile_periods on same_profile_period(cost_slices, profile_periods)  -- noqa: RF02
     where cost_slices.attempt_id is not null
     group by cost_slices.allocation_models, cost_slices.attempt_id
 ),
@@ -108,8 +102,7 @@ own_model_totals as (
 attempt_totals as (
     -- every attempt under each model: its slices of both models plus those of the model alone, at
     -- most one row of each, so two joined rows are added instead of a second aggregate over the
-    -- slices expanded to the models (0.4 CPU s less for 600,000 attempts, docs/performance.md,
-    -- session 36)
+    -- slices expanded to the models (0.4 CPU s less for 600,000 attempts)
     select
         attempts.*,
         allocation_models.allocation_model,
@@ -141,12 +134,9 @@ final as (
         attempt_totals.attempt_id,
         attempt_totals.experiment_id,
         attempt_totals.allocation_model,
-        cast(attempt_totals.billed_cost as decimal(38, 10)) as billed_cost,
-        cast(attempt_totals.effective_cost as decimal(38, 10)) as effective_cost,
-        cast(attempt_totals.list_cost as decimal(38, 10)) as list_cost,
-        cast(attempt_totals.net_cost as decimal(38, 10)) as net_cost,
-        cast(attempt_totals.estimated_cost as decimal(38, 10)) as estimated_cost,
-        cast(attempt_totals.shared_cost as decimal(38, 10)) as shared_cost,
+        money_bases(attempt_totals),  -- noqa: AL03, RF02
+        money(attempt_totals.estimated_cost) as estimated_cost,
+        money(attempt_totals.shared_cost) as shared_cost,
         attempt_totals.billing_currency,
         cast(attempt_totals.slices as bigint) as cost_slices,
         attempt_totals.status,
@@ -164,7 +154,7 @@ final as (
         / 3600000000.0
         * coalesce(attempt_totals.gpu_count, 0) as gpu_hours,
         coalesce(estimate_totals.unbilled_hours, 0) as unbilled_hours,
-        cast(coalesce(estimate_totals.unbilled_estimate, 0) as decimal(38, 10)) as unbilled_estimate,
+        money(coalesce(estimate_totals.unbilled_estimate, 0)) as unbilled_estimate,
         case when estimate_totals.attempt_id is null then 'billed' else 'estimated' end as cost_status,
         case least(attempt_totals.status_rank, overlap_finality.status_rank)
             when 1 then 'open' when 2 then 'provisional' when 3 then 'final'

@@ -241,15 +241,14 @@ final as (
         modeled.recovery_gpu_hours,
         modeled.goodput,
         attempt_costs.effective_cost as cost,
-        cast(attempt_costs.effective_cost / nullif(modeled.billed_gpu_hours, 0) as decimal(38, 10))
+        money(attempt_costs.effective_cost / nullif(modeled.billed_gpu_hours, 0))
             as cost_per_billed_gpu_hour,
         case
             when modeled.productive_gpu_hours > 0
-                then cast(attempt_costs.effective_cost / modeled.productive_gpu_hours as decimal(38, 10))
+                then money(attempt_costs.effective_cost / modeled.productive_gpu_hours)
         end as cost_per_useful_gpu_hour,
-        cast(
+        money(
             attempt_costs.effective_cost * modeled.lost_work_gpu_hours / nullif(modeled.billed_gpu_hours, 0)
-            as decimal(38, 10)
         ) as lost_work_cost,
         modeled.modeled_mtbf_hours,
         modeled.modeled_checkpoint_interval_hours,
@@ -261,9 +260,8 @@ final as (
         case
             when modeled.modeled_goodput > 0 and modeled.billed_gpu_hours > 0
                 then
-                    cast(
+                    money(
                         attempt_costs.effective_cost / (modeled.billed_gpu_hours * modeled.modeled_goodput)
-                        as decimal(38, 10)
                     )
         end as modeled_cost_per_useful_gpu_hour,
         coalesce(modeled.goodput, modeled.modeled_goodput) as goodput_used,

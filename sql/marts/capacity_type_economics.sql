@@ -22,7 +22,7 @@ per_type as (
         sum(
             case when goodput.interruptions = 0 and goodput.status = 'interrupted' then 1 else goodput.interruptions end
         ) as interruptions,
-        cast(sum(goodput.cost) as decimal(38, 10)) as total_cost,
+        money(sum(goodput.cost)) as total_cost,
         cast(sum(cast(goodput.billed_gpu_hours as decimal(38, 18))) as double) as billed_gpu_hours,
         count(goodput.productive_gpu_hours) as attempts_measured,
         cast(sum(cast(goodput.productive_gpu_hours as decimal(38, 18))) as double) as productive_gpu_hours,
@@ -33,7 +33,7 @@ per_type as (
         )
             as measured_billed_gpu_hours,
         cast(sum(cast(goodput.lost_work_gpu_hours as decimal(38, 18))) as double) as lost_work_gpu_hours,
-        cast(sum(goodput.lost_work_cost) as decimal(38, 10)) as lost_work_cost,
+        money(sum(goodput.lost_work_cost)) as lost_work_cost,
         cast(sum(cast(goodput.checkpoint_restore_gpu_hours as decimal(38, 18))) as double)
             as checkpoint_restore_gpu_hours,
         cast(sum(cast(goodput.recovery_gpu_hours as decimal(38, 18))) as double) as recovery_gpu_hours,
@@ -109,13 +109,13 @@ final as (
         with_goodput.interruptions,
         with_goodput.total_cost,
         with_goodput.billed_gpu_hours,
-        cast(with_goodput.price_per_gpu_hour as decimal(38, 10)) as price_per_gpu_hour,
+        money(with_goodput.price_per_gpu_hour) as price_per_gpu_hour,
         with_goodput.attempts_measured,
         with_goodput.measured_goodput,
         with_goodput.modeled_goodput,
         with_goodput.goodput,
         with_goodput.goodput_source,
-        cast(with_goodput.price_per_gpu_hour / nullif(with_goodput.goodput, 0) as decimal(38, 10))
+        money(with_goodput.price_per_gpu_hour / nullif(with_goodput.goodput, 0))
             as price_per_useful_gpu_hour,
         with_goodput.lost_work_gpu_hours,
         with_goodput.lost_work_cost,
@@ -139,9 +139,8 @@ final as (
         with_goodput.avg_time_to_target_hours,
         with_goodput.price_per_gpu_hour / nullif(on_demand.on_demand_price, 0) as price_ratio_to_on_demand,
         with_goodput.goodput / nullif(on_demand.on_demand_goodput, 0) as goodput_ratio_to_on_demand,
-        cast(
+        money(
             on_demand.on_demand_price * with_goodput.goodput / nullif(on_demand.on_demand_goodput, 0)
-            as decimal(38, 10)
         ) as break_even_price_per_gpu_hour,
         case
             when coalesce(with_goodput.capacity_type, '') <> 'on_demand'

@@ -114,11 +114,7 @@ period_changes as (
         previous_billing_periods.billing_period is not null
         and billing_periods.source_deliveries <> previous_billing_periods.source_deliveries as delivery_replaced
     from billing_periods
-    left join previous_billing_periods
-        on
-            billing_periods.provider = previous_billing_periods.provider
-            and billing_periods.billing_account_id is not distinct from previous_billing_periods.billing_account_id
-            and billing_periods.billing_period = previous_billing_periods.billing_period
+    left join previous_billing_periods on same_billing_period(billing_periods, previous_billing_periods)  -- noqa: RF02
 ),
 
 profile_changes as (
@@ -144,10 +140,7 @@ late_lines as (
     -- lines starting where the previous snapshot's bill stopped: the night's new hours, not the month
     select cost_lines.line_id
     from cost_lines
-    inner join profile_changes
-        on
-            cost_lines.profile_key = profile_changes.profile_key
-            and cost_lines.billing_period = profile_changes.billing_period
+    inner join profile_changes on same_profile_period(cost_lines, profile_changes)  -- noqa: RF02
     where cost_lines.charge_period_start >= profile_changes.previous_billed_until
 ),
 
@@ -160,10 +153,7 @@ stored_late_slices as (
         cost_slices.attempt_id,
         sum(cost_slices.billed_cost) as late_billed
     from cost_slices
-    inner join profile_changes
-        on
-            cost_slices.profile_key = profile_changes.profile_key
-            and cost_slices.billing_period = profile_changes.billing_period
+    inner join profile_changes on same_profile_period(cost_slices, profile_changes)  -- noqa: RF02
     where
         cost_slices.attempt_id is not null
         and (
@@ -230,19 +220,7 @@ attempt_pairs as (
     select
         coalesce(attempt_costs.attempt_id, previous_attempt_costs.attempt_id) as attempt_id,
         coalesce(attempt_costs.experiment_id, previous_attempt_costs.experiment_id) as experiment_id,
-        coalesce(attempt_costs.allocation_model, previous_attempt_costs.allocation_model) as allocation_model,
-        previous_attempt_costs.attempt_id is not null as in_previous,
-        attempt_costs.attempt_id is not null as in_current,
-        previous_attempt_costs.billed_cost as previous_billed_cost,
-        attempt_costs.billed_cost,
-        coalesce(previous_attempt_costs.unbilled_estimate, 0) as previous_unbilled_estimate,
-        attempt_costs.unbilled_estimate,
-        -- snapshots from before estimates have no cost_status: everything in them was billed
-        case
-            when previous_attempt_costs.attempt_id is not null
-                then coalesce(previous_attempt_costs.cost_status, 'billed')
-        end as previous_cost_status,
-        attempt_costs.cost_status
+        snapshot_cost_pair(attempt_costs, previous_attempt_costs, 'attempt_id')  -- noqa: AL03, RF02
     from attempt_costs
     full outer join previous_attempt_costs
         on
@@ -336,19 +314,7 @@ experiment_reasons as (
 experiment_pairs as (
     select
         coalesce(experiment_costs.experiment_id, previous_experiment_costs.experiment_id) as experiment_id,
-        coalesce(experiment_costs.allocation_model, previous_experiment_costs.allocation_model)
-            as allocation_model,
-        previous_experiment_costs.experiment_id is not null as in_previous,
-        experiment_costs.experiment_id is not null as in_current,
-        previous_experiment_costs.billed_cost as previous_billed_cost,
-        experiment_costs.billed_cost,
-        coalesce(previous_experiment_costs.unbilled_estimate, 0) as previous_unbilled_estimate,
-        experiment_costs.unbilled_estimate,
-        case
-            when previous_experiment_costs.experiment_id is not null
-                then coalesce(previous_experiment_costs.cost_status, 'billed')
-        end as previous_cost_status,
-        experiment_costs.cost_status
+        snapshot_cost_pair(experiment_costs, previous_experiment_costs, 'experiment_id')  -- noqa: AL03, RF02
     from experiment_costs
     full outer join previous_experiment_costs
         on
@@ -458,27 +424,26 @@ final as (
         changes.attempt_id,
         changes.allocation_model,
         changes.previous_run_id,
-        cast(changes.previous_billed_cost as decimal(38, 10)) as previous_billed_cost,
-        cast(changes.billed_cost as decimal(38, 10)) as billed_cost,
-        cast(
-            case when changes.in_previous then changes.previous_unbilled_estimate end as decimal(38, 10)
+        money(changes.previous_billed_cost) as previous_billed_cost,
+        money(changes.billed_cost) as billed_cost,
+        money(
+            case when changes.in_previous then changes.previous_unbilled_estimate end
         ) as previous_unbilled_estimate,
-        cast(changes.unbilled_estimate as decimal(38, 10)) as unbilled_estimate,
-        cast(
+        money(changes.unbilled_estimate) as unbilled_estimate,
+        money(
             case
                 when changes.in_previous
                     then coalesce(changes.previous_billed_cost, 0) + changes.previous_unbilled_estimate
-            end as decimal(38, 10)
+            end
         ) as previous_total,
-        cast(
+        money(
             case
                 when changes.in_current then coalesce(changes.billed_cost, 0) + coalesce(changes.unbilled_estimate, 0)
-            end as decimal(38, 10)
+            end
         ) as total,
-        cast(
+        money(
             coalesce(changes.billed_cost, 0) + coalesce(changes.unbilled_estimate, 0)
             - coalesce(changes.previous_billed_cost, 0) - changes.previous_unbilled_estimate
-            as decimal(38, 10)
         ) as change,
         changes.previous_cost_status,
         changes.cost_status,

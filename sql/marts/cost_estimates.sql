@@ -126,9 +126,8 @@ priced as (
         case
             when estimate_prices.price_per_hour is not null then estimate_prices.price_per_hour
             when billed_prices.usage_seconds > 0
-                then cast(
+                then money(
                     cast(round(billed_prices.list_cost * 3600 / billed_prices.usage_seconds, 10) as varchar)
-                    as decimal(38, 10)
                 )
         end as price_per_hour,
         case
@@ -165,21 +164,19 @@ final as (
         cast(cast(priced.estimated_us as decimal(38, 0)) * cast(0.000001 as decimal(7, 6)) as decimal(38, 6))
             as estimated_seconds,
         -- hours and money: one division by 3600 s (3.6e9 us), rounded half up to 1e-10, once
-        cast(
+        money(
             cast((priced.estimated_us * 20000000000 + 3600000000) // 7200000000 as decimal(38, 0))
             * cast(0.0000000001 as decimal(11, 10))
-            as decimal(38, 10)
         ) as estimated_hours,
         priced.price_per_hour,
         priced.price_source,
         priced.billing_currency,
-        cast(
+        money(
             cast(
                 (cast(priced.price_per_hour * 10000000000 as hugeint) * priced.estimated_us * 2 + 3600000000)
                 // 7200000000 as decimal(38, 0)
             )
             * cast(0.0000000001 as decimal(11, 10))
-            as decimal(38, 10)
         ) as estimated_cost,
         'estimated' as cost_status
     from priced

@@ -131,7 +131,7 @@ accepted_groups as (
 experiment_groups as (
     -- each group's rows of one experiment summed first, so a group counts its experiments as rows:
     -- count(distinct) over every attempt crossed with the dimensions cost the 1M skewed benchmark
-    -- (600,000 attempts) 0.97 CPU s against 0.55 with the attempts summed (docs/performance.md, session 35)
+    -- (600,000 attempts) 0.97 CPU s against 0.55 with the attempts summed
     select
         cost_groups.allocation_model,
         cost_groups.dimension,
@@ -155,8 +155,8 @@ totals as (
         experiment_groups.dimension_value,
         count(experiment_groups.experiment_id) as experiments,
         cast(sum(experiment_groups.attempts) as bigint) as attempts,
-        cast(sum(experiment_groups.cost) as decimal(38, 10)) as total_cost,
-        cast(coalesce(sum(experiment_groups.failed_cost), 0) as decimal(38, 10)) as failed_attempt_cost
+        money(sum(experiment_groups.cost)) as total_cost,
+        money(coalesce(sum(experiment_groups.failed_cost), 0)) as failed_attempt_cost
     from experiment_groups
     group by experiment_groups.allocation_model, experiment_groups.dimension, experiment_groups.dimension_value
 ),

@@ -87,12 +87,11 @@ windows as (
         new_windows.window_start,
         new_windows.window_end,
         -- as marts.cost_estimates: one division by 3600 s (3.6e9 us), rounded half up to 1e-10, once
-        cast(
+        money(
             cast((new_windows.estimated_us * 20000000000 + 3600000000) // 7200000000 as decimal(38, 0))
             * cast(0.0000000001 as decimal(11, 10))
-            as decimal(38, 10)
         ) as estimated_hours,
-        cast(
+        money(
             cast(
                 (
                     cast(new_windows.price_per_hour * 10000000000 as hugeint) * new_windows.estimated_us * 2
@@ -101,7 +100,6 @@ windows as (
                 // 7200000000 as decimal(38, 0)
             )
             * cast(0.0000000001 as decimal(11, 10))
-            as decimal(38, 10)
         ) as estimated_cost,
         new_windows.billing_currency,
         new_windows.replaced_since_previous
@@ -112,7 +110,7 @@ windows as (
         previous_errors.resource_id,
         previous_errors.window_start,
         previous_errors.window_end,
-        cast(previous_errors.estimated_hours as decimal(38, 10)) as estimated_hours,
+        money(previous_errors.estimated_hours) as estimated_hours,
         previous_errors.estimated_cost,
         previous_errors.billing_currency,
         false as replaced_since_previous
@@ -178,8 +176,8 @@ final as (
         windows.estimated_hours,
         windows.billing_currency,
         windows.estimated_cost,
-        cast(coalesce(billed.billed_cost, 0) as decimal(38, 10)) as billed_cost,
-        cast(windows.estimated_cost - coalesce(billed.billed_cost, 0) as decimal(38, 10)) as estimate_error,
+        money(coalesce(billed.billed_cost, 0)) as billed_cost,
+        money(windows.estimated_cost - coalesce(billed.billed_cost, 0)) as estimate_error,
         (windows.estimated_cost - coalesce(billed.billed_cost, 0)) / nullif(billed.billed_cost, 0)
             as relative_error,
         windows.replaced_since_previous

@@ -43,11 +43,7 @@ experiment_only_periods as (
             case billing_periods.period_status when 'open' then 1 when 'provisional' then 2 else 3 end
         ) as status_rank
     from cost_allocations
-    inner join billing_periods
-        on
-            cost_allocations.provider = billing_periods.provider
-            and cost_allocations.billing_account_id is not distinct from billing_periods.billing_account_id
-            and cost_allocations.billing_period = billing_periods.billing_period
+    inner join billing_periods on same_billing_period(cost_allocations, billing_periods)  -- noqa: RF02
     where cost_allocations.attempt_id is null and cost_allocations.experiment_id is not null
     group by cost_allocations.allocation_model, cost_allocations.experiment_id
 ),
@@ -66,10 +62,7 @@ attempt_totals as (
         count(*) filter (
             where attempt_costs.status in ('failed', 'interrupted', 'timeout')
         ) as failed_attempts,
-        sum(attempt_costs.billed_cost) as billed_cost,
-        sum(attempt_costs.effective_cost) as effective_cost,
-        sum(attempt_costs.list_cost) as list_cost,
-        sum(attempt_costs.net_cost) as net_cost,
+        sum_bases(attempt_costs),  -- noqa: AL03
         sum(attempt_costs.estimated_cost) as estimated_cost,
         sum(attempt_costs.effective_cost) filter (
             where attempt_costs.status in ('failed', 'interrupted', 'timeout')
@@ -84,10 +77,7 @@ experiment_only as (
     select
         cost_allocations.allocation_model,
         cost_allocations.experiment_id,
-        sum(cost_allocations.billed_cost) as billed_cost,
-        sum(cost_allocations.effective_cost) as effective_cost,
-        sum(cost_allocations.list_cost) as list_cost,
-        sum(cost_allocations.net_cost) as net_cost
+        sum_bases(cost_allocations)  -- noqa: AL03
     from cost_allocations
     where cost_allocations.attempt_id is null and cost_allocations.experiment_id is not null
     group by cost_allocations.allocation_model, cost_allocations.experiment_id
@@ -100,33 +90,29 @@ final as (
         experiments.team,
         coalesce(attempt_totals.attempts, 0) as attempts,
         coalesce(attempt_totals.failed_attempts, 0) as failed_attempts,
-        cast(
+        money(
             coalesce(attempt_totals.billed_cost, 0) + coalesce(experiment_only.billed_cost, 0)
-            as decimal(38, 10)
         ) as billed_cost,
-        cast(
+        money(
             coalesce(attempt_totals.effective_cost, 0)
             + coalesce(experiment_only.effective_cost, 0)
-            as decimal(38, 10)
         ) as effective_cost,
-        cast(
+        money(
             coalesce(attempt_totals.list_cost, 0) + coalesce(experiment_only.list_cost, 0)
-            as decimal(38, 10)
         ) as list_cost,
-        cast(
+        money(
             coalesce(attempt_totals.net_cost, 0) + coalesce(experiment_only.net_cost, 0)
-            as decimal(38, 10)
         ) as net_cost,
-        cast(coalesce(attempt_totals.estimated_cost, 0) as decimal(38, 10)) as estimated_cost,
-        cast(
-            coalesce(attempt_totals.failed_attempt_cost, 0) as decimal(38, 10)
+        money(coalesce(attempt_totals.estimated_cost, 0)) as estimated_cost,
+        money(
+            coalesce(attempt_totals.failed_attempt_cost, 0)
         ) as failed_attempt_cost,
-        cast(
-            coalesce(experiment_only.effective_cost, 0) as decimal(38, 10)
+        money(
+            coalesce(experiment_only.effective_cost, 0)
         ) as experiment_only_cost,
         attempt_totals.first_started_at,
         attempt_totals.last_ended_at,
-        cast(coalesce(attempt_statuses.unbilled_estimate, 0) as decimal(38, 10)) as unbilled_estimate,
+        money(coalesce(attempt_statuses.unbilled_estimate, 0)) as unbilled_estimate,
         case when attempt_statuses.any_estimated = 1 then 'estimated' else 'billed' end as cost_status,
         case least(
             coalesce(attempt_statuses.status_rank, 3), coalesce(experiment_only_periods.status_rank, 3)

@@ -79,12 +79,7 @@ single_invoice_placed as (
             end
         ) as fully_loaded_total
     from reconciliation
-    inner join group_invoices
-        on
-            reconciliation.provider = group_invoices.provider
-            and reconciliation.billing_account_id is not distinct from group_invoices.billing_account_id
-            and reconciliation.billing_period = group_invoices.billing_period
-            and reconciliation.billing_currency is not distinct from group_invoices.billing_currency
+    inner join group_invoices on same_ledger(reconciliation, group_invoices)  -- noqa: RF02
     where reconciliation.cost_basis = 'billed_cost' and group_invoices.invoices = 1
     group by
         reconciliation.provider,
@@ -99,12 +94,7 @@ split_lines as (
         cost_lines.line_id,
         cost_lines.invoice_id
     from cost_lines
-    inner join group_invoices
-        on
-            cost_lines.provider = group_invoices.provider
-            and cost_lines.billing_account_id is not distinct from group_invoices.billing_account_id
-            and cost_lines.billing_period = group_invoices.billing_period
-            and cost_lines.billing_currency is not distinct from group_invoices.billing_currency
+    inner join group_invoices on same_ledger(cost_lines, group_invoices)  -- noqa: RF02
     where cost_lines.invoice_id is not null and group_invoices.invoices > 1
 ),
 
@@ -140,18 +130,10 @@ placed_totals as (
         coalesce(single_invoice_placed.fully_loaded_total, split_placed.fully_loaded_total)
             as fully_loaded_total
     from export_totals
-    left join single_invoice_placed
-        on
-            export_totals.provider = single_invoice_placed.provider
-            and export_totals.billing_account_id is not distinct from single_invoice_placed.billing_account_id
-            and export_totals.billing_period = single_invoice_placed.billing_period
-            and export_totals.billing_currency is not distinct from single_invoice_placed.billing_currency
+    left join single_invoice_placed on same_ledger(export_totals, single_invoice_placed)  -- noqa: RF02
     left join split_placed
         on
-            export_totals.provider = split_placed.provider
-            and export_totals.billing_account_id is not distinct from split_placed.billing_account_id
-            and export_totals.billing_period = split_placed.billing_period
-            and export_totals.billing_currency is not distinct from split_placed.billing_currency
+            same_ledger(export_totals, split_placed)  -- noqa: RF02
             and export_totals.invoice_id = split_placed.invoice_id
 ),
 
@@ -164,25 +146,19 @@ final as (
         export_totals.billing_currency,
         billing_periods.period_status,
         export_totals.cost_lines,
-        cast(export_totals.export_total as decimal(38, 10)) as export_total,
-        cast(coalesce(placed_totals.marginal_total, 0) as decimal(38, 10)) as marginal_total,
-        cast(coalesce(placed_totals.fully_loaded_total, 0) as decimal(38, 10)) as fully_loaded_total,
+        money(export_totals.export_total) as export_total,
+        money(coalesce(placed_totals.marginal_total, 0)) as marginal_total,
+        money(coalesce(placed_totals.fully_loaded_total, 0)) as fully_loaded_total,
         invoices.amount as invoice_amount,
         invoices.currency as invoice_currency,
-        cast(export_totals.export_total - invoices.amount as decimal(38, 10)) as invoice_difference
+        money(export_totals.export_total - invoices.amount) as invoice_difference
     from export_totals
     left join placed_totals
         on
-            export_totals.provider = placed_totals.provider
-            and export_totals.billing_account_id is not distinct from placed_totals.billing_account_id
-            and export_totals.billing_period = placed_totals.billing_period
+            same_billing_period(export_totals, placed_totals)  -- noqa: RF02
             and export_totals.invoice_id = placed_totals.invoice_id
             and export_totals.billing_currency is not distinct from placed_totals.billing_currency
-    left join billing_periods
-        on
-            export_totals.provider = billing_periods.provider
-            and export_totals.billing_account_id is not distinct from billing_periods.billing_account_id
-            and export_totals.billing_period = billing_periods.billing_period
+    left join billing_periods on same_billing_period(export_totals, billing_periods)  -- noqa: RF02
     left join invoices on export_totals.invoice_id = invoices.invoice_id
 )
 

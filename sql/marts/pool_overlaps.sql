@@ -35,10 +35,7 @@ final as (
         winning_pools.pool_name,
         losing_pools.pool_name as overlapping_pool_name,
         count(*) as cost_lines,
-        cast(sum(cost_lines.billed_cost) as decimal(38, 10)) as billed_cost,
-        cast(sum(cost_lines.effective_cost) as decimal(38, 10)) as effective_cost,
-        cast(sum(cost_lines.list_cost) as decimal(38, 10)) as list_cost,
-        cast(sum(cost_lines.net_cost) as decimal(38, 10)) as net_cost
+        money_sum_bases(cost_lines)  -- noqa: AL03
     from losers
     inner join winners on losers.line_id = winners.line_id
     inner join pools as winning_pools on winners.pool_order = winning_pools.pool_order

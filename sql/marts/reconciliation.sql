@@ -32,10 +32,7 @@ bill_sums as (
         profiles.billing_currency,
         cast(sum(profile_line_sums.cost_lines) as bigint) as cost_lines,
         bool_and(profiles.invoice_id is not null) as invoiced,
-        sum(profile_line_sums.billed_cost) as billed_cost,
-        sum(profile_line_sums.effective_cost) as effective_cost,
-        sum(profile_line_sums.list_cost) as list_cost,
-        sum(profile_line_sums.net_cost) as net_cost
+        sum_bases(profile_line_sums)  -- noqa: AL03, RF02
     from profile_line_sums
     inner join profiles on profile_line_sums.profile_key = profiles.profile_key
     group by
@@ -53,12 +50,7 @@ bill_bases as (
         bill_sums.billing_currency,
         bill_sums.cost_lines,
         bill_sums.invoiced,
-        unnest([
-            { 'cost_basis': 'billed_cost', 'amount': bill_sums.billed_cost },
-            { 'cost_basis': 'effective_cost', 'amount': bill_sums.effective_cost },
-            { 'cost_basis': 'list_cost', 'amount': bill_sums.list_cost },
-            { 'cost_basis': 'net_cost', 'amount': bill_sums.net_cost }
-        ]) as basis_amount
+        basis_amounts(bill_sums)  -- noqa: AL03
     from bill_sums
 ),
 
@@ -86,10 +78,7 @@ stored_sums as (
         profile_slice_sums.billing_period,
         profiles.billing_currency,
         profile_slice_sums.allocation_kind,
-        sum(profile_slice_sums.billed_cost) as billed_cost,
-        sum(profile_slice_sums.effective_cost) as effective_cost,
-        sum(profile_slice_sums.list_cost) as list_cost,
-        sum(profile_slice_sums.net_cost) as net_cost
+        sum_bases(profile_slice_sums)  -- noqa: AL03, RF02
     from profile_slice_sums
     left join profiles on profile_slice_sums.profile_key = profiles.profile_key
     group by
@@ -109,10 +98,7 @@ kind_sums as (
         stored_sums.billing_period,
         stored_sums.billing_currency,
         stored_sums.allocation_kind,
-        sum(stored_sums.billed_cost) as billed_cost,
-        sum(stored_sums.effective_cost) as effective_cost,
-        sum(stored_sums.list_cost) as list_cost,
-        sum(stored_sums.net_cost) as net_cost
+        sum_bases(stored_sums)  -- noqa: AL03, RF02
     from stored_sums
     inner join allocation_models
         on in_allocation_model(stored_sums.allocation_models, allocation_models.allocation_model)
@@ -133,12 +119,7 @@ slice_amounts as (
         kind_sums.billing_period,
         kind_sums.billing_currency,
         kind_sums.allocation_kind,
-        unnest([
-            { 'cost_basis': 'billed_cost', 'amount': kind_sums.billed_cost },
-            { 'cost_basis': 'effective_cost', 'amount': kind_sums.effective_cost },
-            { 'cost_basis': 'list_cost', 'amount': kind_sums.list_cost },
-            { 'cost_basis': 'net_cost', 'amount': kind_sums.net_cost }
-        ]) as basis_amount
+        basis_amounts(kind_sums)  -- noqa: AL03
     from kind_sums
 ),
 
@@ -179,16 +160,15 @@ final as (
         bill.cost_basis,
         bill.cost_lines,
         bill.invoiced,
-        cast(bill.bill_total as decimal(38, 10)) as bill_total,
-        cast(coalesce(placed.attributed, 0) as decimal(38, 10)) as attributed,
-        cast(coalesce(placed.shared, 0) as decimal(38, 10)) as shared,
-        cast(coalesce(placed.unallocated, 0) as decimal(38, 10)) as unallocated,
-        cast(
+        money(bill.bill_total) as bill_total,
+        money(coalesce(placed.attributed, 0)) as attributed,
+        money(coalesce(placed.shared, 0)) as shared,
+        money(coalesce(placed.unallocated, 0)) as unallocated,
+        money(
             bill.bill_total
             - coalesce(placed.attributed, 0)
             - coalesce(placed.shared, 0)
             - coalesce(placed.unallocated, 0)
-            as decimal(38, 10)
         ) as difference,
         billing_periods.period_status
     from bill
@@ -201,11 +181,7 @@ final as (
             and bill.billing_period is not distinct from placed.billing_period
             and bill.billing_currency is not distinct from placed.billing_currency
             and bill.cost_basis = placed.cost_basis
-    left join billing_periods
-        on
-            bill.provider = billing_periods.provider
-            and bill.billing_account_id is not distinct from billing_periods.billing_account_id
-            and bill.billing_period = billing_periods.billing_period
+    left join billing_periods on same_billing_period(bill, billing_periods)  -- noqa: RF02
 )
 
 select * from final

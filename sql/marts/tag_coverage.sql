@@ -64,9 +64,9 @@ final as (
         grouped.cost_lines,
         grouped.attempt_tagged_lines,
         grouped.experiment_tagged_lines,
-        cast(grouped.total_cost as decimal(38, 10)) as total_cost,
-        cast(grouped.attempt_tagged_cost as decimal(38, 10)) as attempt_tagged_cost,
-        cast(grouped.experiment_tagged_cost as decimal(38, 10)) as experiment_tagged_cost,
+        money(grouped.total_cost) as total_cost,
+        money(grouped.attempt_tagged_cost) as attempt_tagged_cost,
+        money(grouped.experiment_tagged_cost) as experiment_tagged_cost,
         cast(
             grouped.attempt_tagged_cost / nullif(grouped.total_cost, 0) as decimal(38, 10)
         ) as attempt_tagged_share,

@@ -130,12 +130,11 @@ final as (
         case
             when categories.cost_category = 'goodput_loss'
                 then
-                    cast(
+                    money(
                         coalesce(gpu.effective_cost, 0)
                         * (1 / nullif(experiment_goodput.goodput, 0) - 1)
-                        as decimal(38, 10)
                     )
-            else cast(coalesce(on_bill.effective_cost, 0) as decimal(38, 10))
+            else money(coalesce(on_bill.effective_cost, 0))
         end as effective_cost,
         case when categories.cost_category = 'goodput_loss' then experiment_goodput.goodput end as goodput,
         case

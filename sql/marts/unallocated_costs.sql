@@ -29,10 +29,7 @@ stored_sums as (
         profile_slice_sums.unallocated_reason,
         profiles.service_name,
         sum(profile_slice_sums.cost_slices) as cost_lines,
-        sum(profile_slice_sums.billed_cost) as billed_cost,
-        sum(profile_slice_sums.effective_cost) as effective_cost,
-        sum(profile_slice_sums.list_cost) as list_cost,
-        sum(profile_slice_sums.net_cost) as net_cost
+        sum_bases(profile_slice_sums)  -- noqa: AL03, RF02
     from profile_slice_sums
     inner join profiles on profile_slice_sums.profile_key = profiles.profile_key
     where profile_slice_sums.allocation_kind = 'unallocated'
@@ -54,10 +51,7 @@ final as (
         stored_sums.unallocated_reason,
         stored_sums.service_name,
         cast(sum(stored_sums.cost_lines) as bigint) as cost_lines,
-        cast(sum(stored_sums.billed_cost) as decimal(38, 10)) as billed_cost,
-        cast(sum(stored_sums.effective_cost) as decimal(38, 10)) as effective_cost,
-        cast(sum(stored_sums.list_cost) as decimal(38, 10)) as list_cost,
-        cast(sum(stored_sums.net_cost) as decimal(38, 10)) as net_cost
+        money_sum_bases(stored_sums)  -- noqa: AL03, RF02
     from stored_sums
     inner join allocation_models
         on in_allocation_model(stored_sums.allocation_models, allocation_models.allocation_model)

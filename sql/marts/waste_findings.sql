@@ -82,8 +82,8 @@ unplaced_rests as (
     -- the marginal model's unallocated slices, as allocation.unattributed_slices stores them: each
     -- line's rest (allocation.line_remainders) and an instance line's split idle capacity in one
     -- slice. The rests carry their line's resource, window and cost, so the month's lines never
-    -- meet them on line_id (a hash table that spilled at the memory per line of a 100M-line bill:
-    -- docs/performance.md, session 23); only the few split lines do
+    -- meet them on line_id (a hash table that spilled at the memory per line of a 100M-line bill);
+    -- only the few split lines do
     select
         remainders.line_id,
         remainders.unallocated_reason,
@@ -154,49 +154,48 @@ unplaced as (
     from unplaced_lines
 ),
 
-volumes as (
+unplaced_findings as (
+    -- each rest once per resource finding it may be evidence for: an unattached volume, an idle instance
     select
         'unattached_volume' as finding_type,
-        unplaced.resource_id as subject_id,
-        unplaced.resource_id,
-        null as experiment_id,
-        null as attempt_id,
-        min(unplaced.billing_period) as billing_period,
-        min(unplaced.billing_currency) as billing_currency,
-        sum(unplaced.effective_cost) as effective_cost,
-        cast(sum(cast(unplaced.idle_hours as decimal(38, 18))) as double) as idle_hours,
-        list_sort(list_distinct(list(unplaced.line_id))) as evidence_line_ids,
-        case when bool_and(unplaced.unallocated_reason = 'outside_any_attempt') then 'high' else 'medium' end
-            as confidence
+        unplaced.*
     from unplaced
     where unplaced.volume_finding
-    group by unplaced.resource_id
-    having
-        cast(sum(cast(unplaced.idle_hours as decimal(38, 18))) as double)
-        > (select settings.waste_idle_hours from settings)
-),
-
-instances as (
+    union all
     select
         'idle_instance' as finding_type,
-        unplaced.resource_id as subject_id,
-        unplaced.resource_id,
-        null as experiment_id,
-        null as attempt_id,
-        min(unplaced.billing_period) as billing_period,
-        min(unplaced.billing_currency) as billing_currency,
-        sum(unplaced.effective_cost) as effective_cost,
-        cast(sum(cast(unplaced.idle_hours as decimal(38, 18))) as double) as idle_hours,
-        list_sort(list_distinct(list(unplaced.line_id))) as evidence_line_ids,
-        case
-            when bool_and(unplaced.unallocated_reason = 'outside_any_attempt') then 'high'
-            when bool_and(unplaced.unallocated_reason in ('outside_any_attempt', 'unknown_attempt_tag')) then 'medium'
-            else 'low'
-        end as confidence
+        unplaced.*
     from unplaced
     where unplaced.instance_finding
-    group by unplaced.resource_id
-    having sum(unplaced.effective_cost) <> 0
+),
+
+resource_findings as (
+    -- a volume is a finding once idle longer than waste_idle_hours, an instance once it cost anything
+    select
+        unplaced_findings.finding_type,
+        unplaced_findings.resource_id as subject_id,
+        unplaced_findings.resource_id,
+        null as experiment_id,
+        null as attempt_id,
+        resource_finding_totals(unplaced_findings),  -- noqa: AL03
+        case
+            when bool_and(unplaced_findings.unallocated_reason = 'outside_any_attempt') then 'high'
+            when unplaced_findings.finding_type = 'unattached_volume' then 'medium'
+            when
+                bool_and(unplaced_findings.unallocated_reason in ('outside_any_attempt', 'unknown_attempt_tag'))
+                then 'medium'
+            else 'low'
+        end as confidence
+    from unplaced_findings
+    group by unplaced_findings.finding_type, unplaced_findings.resource_id
+    having
+        case
+            when unplaced_findings.finding_type = 'unattached_volume'
+                then
+                    cast(sum(cast(unplaced_findings.idle_hours as decimal(38, 18))) as double)
+                    > (select settings.waste_idle_hours from settings)
+            else sum(unplaced_findings.effective_cost) <> 0
+        end
 ),
 
 data_waits as (
@@ -251,7 +250,7 @@ holders as (
         attempt_resources.resource_id,
         min(attempts.experiment_id) as experiment_id,
         -- one experiment held it when its attempts' least and greatest experiment agree: a count of
-        -- distinct experiments would keep a set per resource (docs/performance.md, session 29)
+        -- distinct experiments would keep a set per resource
         coalesce(min(attempts.experiment_id) = max(attempts.experiment_id), false) as one_experiment,
         max(coalesce(attempt_resources.ended_at, attempts.ended_at)) as last_ended_at,
         bool_or(coalesce(attempt_resources.ended_at, attempts.ended_at) is null) as still_held
@@ -267,11 +266,7 @@ stale_by_resource as (
         unplaced.resource_id,
         case when bool_and(holders.one_experiment) then min(holders.experiment_id) end as experiment_id,
         null as attempt_id,
-        min(unplaced.billing_period) as billing_period,
-        min(unplaced.billing_currency) as billing_currency,
-        sum(unplaced.effective_cost) as effective_cost,
-        cast(sum(cast(unplaced.idle_hours as decimal(38, 18))) as double) as idle_hours,
-        list_sort(list_distinct(list(unplaced.line_id))) as evidence_line_ids,
+        resource_finding_totals(unplaced),  -- noqa: AL03, RF02
         'medium' as confidence
     from unplaced
     inner join holders on unplaced.resource_id = holders.resource_id
@@ -324,9 +319,7 @@ stale_by_tag as (
 ),
 
 findings as (
-    select * from volumes
-    union all
-    select * from instances
+    select * from resource_findings
     union all
     select * from waiting
     union all
@@ -344,7 +337,7 @@ final as (
         findings.attempt_id,
         findings.billing_period,
         findings.billing_currency,
-        cast(findings.effective_cost as decimal(38, 10)) as effective_cost,
+        money(findings.effective_cost) as effective_cost,
         findings.idle_hours,
         findings.evidence_line_ids,
         findings.confidence

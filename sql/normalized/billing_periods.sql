@@ -149,16 +149,10 @@ statuses as (
     from period_lines
     cross join run_clock
     cross join period_settings
-    left join period_arrivals
-        on
-            period_lines.provider = period_arrivals.provider
-            and period_lines.billing_account_id is not distinct from period_arrivals.billing_account_id
-            and period_lines.billing_period = period_arrivals.billing_period
+    left join period_arrivals on same_billing_period(period_lines, period_arrivals)  -- noqa: RF02
     left join period_usage
         on
-            period_lines.provider = period_usage.provider
-            and period_lines.billing_account_id is not distinct from period_usage.billing_account_id
-            and period_lines.billing_period = period_usage.billing_period
+            same_billing_period(period_lines, period_usage)  -- noqa: RF02
 ),
 
 final as (
@@ -180,7 +174,7 @@ final as (
         statuses.usage_until,
         statuses.source_deliveries,
         statuses.last_delivered_at,
-        cast(statuses.billed_cost as decimal(38, 10)) as billed_cost
+        money(statuses.billed_cost) as billed_cost
     from statuses
 )
 

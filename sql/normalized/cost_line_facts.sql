@@ -29,10 +29,7 @@ final as (
         provider_lines.resource_id,
         provider_lines.consumed_quantity,
         provider_lines.usage_seconds,
-        provider_lines.billed_cost,
-        provider_lines.effective_cost,
-        provider_lines.list_cost,
-        provider_lines.net_cost,
+        bases(provider_lines),  -- noqa: AL03, RF02
         provider_lines.credits_by_type,
         provider_lines.tags,
         first_tag_value(

@@ -46,10 +46,7 @@ final as (
         facts.usage_seconds,
         profiles.billing_currency,
         profiles.invoice_id,
-        facts.billed_cost,
-        facts.effective_cost,
-        facts.list_cost,
-        facts.net_cost,
+        bases(facts),  -- noqa: AL03, RF02
         facts.credits_by_type,
         facts.tags,
         facts.attempt_tag,

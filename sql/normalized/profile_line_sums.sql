@@ -2,7 +2,7 @@
 -- grain: one row per (billing_period, profile_key)
 -- materialized: intermediate (a step of the build, never published: the few thousand sums of the lines that
 -- normalized.billing_periods, marts.reconciliation and checks.slices_sum_to_line read)
--- The lines are read once for the three instead of once by each (docs/performance.md, session 31). A profile names
+-- The lines are read once for the three instead of once by each. A profile names
 -- the line's provider, account, currency, delivery and invoice, so the sums are per profile, never per line. The
 -- checksums (macro line_checksums) weigh each line's cost by its line's weight, as allocation.profile_slice_sums does.
 with cost_line_facts as (
@@ -18,10 +18,7 @@ final as (
         max(cost_line_facts.billing_period_end) as billing_period_end,
         min(cost_line_facts.charge_period_start) as first_charge_period_start,
         max(cost_line_facts.charge_period_end) as last_charge_period_end,
-        sum(cost_line_facts.billed_cost) as billed_cost,
-        sum(cost_line_facts.effective_cost) as effective_cost,
-        sum(cost_line_facts.list_cost) as list_cost,
-        sum(cost_line_facts.net_cost) as net_cost,
+        sum_bases(cost_line_facts),  -- noqa: AL03
         line_checksums(cost_line_facts)  -- noqa: AL03
     from cost_line_facts
     group by cost_line_facts.billing_period, cost_line_facts.profile_key

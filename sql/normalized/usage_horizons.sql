@@ -23,7 +23,7 @@ usage_lines as (
         cost_lines.charge_category = 'Usage'
         and cost_lines.charge_period_end > cost_lines.charge_period_start
         -- a day in microseconds: adding an interval to a TIMESTAMPTZ goes through the time-zone
-        -- calendar, 0.8 of this model's 1.3 CPU s at 10M lines (docs/performance.md, session 35)
+        -- calendar, 0.8 of this model's 1.3 CPU s at 10M lines
         and epoch_us(cost_lines.charge_period_end) - epoch_us(cost_lines.charge_period_start) <= 86400000000
 ),
 

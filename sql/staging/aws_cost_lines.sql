@@ -97,10 +97,7 @@ final as (
                 )
             else epoch(bases.usage_end) - epoch(bases.usage_start)
         end as usage_seconds,
-        cast(bases.billed_cost as decimal(38, 10)) as billed_cost,
-        cast(bases.effective_cost as decimal(38, 10)) as effective_cost,
-        cast(bases.list_cost as decimal(38, 10)) as list_cost,
-        cast(bases.net_cost as decimal(38, 10)) as net_cost,
+        money_bases(bases),  -- noqa: AL03
         -- CUR carries credits as their own lines, not on the lines they reduce
         cast(null as map (varchar, decimal(38, 10))) as credits_by_type,
         bases.resource_tags as tags,
@@ -113,7 +110,7 @@ final as (
         -- not yet: pricing_public_on_demand_rate is per pricing unit, which the usage amount is not
         -- on every line type, so ListCost = ListUnitPrice x PricingQuantity would not hold
         cast(null as double) as contracted_unit_price,
-        cast(coalesce(bases.public_on_demand_cost, bases.unblended_cost) as decimal(38, 10)) as contracted_cost,
+        money(coalesce(bases.public_on_demand_cost, bases.unblended_cost)) as contracted_cost,
         cast(null as varchar) as resource_name,
         aws_profile_key(bases) as profile_key  -- noqa: RF02
     from bases

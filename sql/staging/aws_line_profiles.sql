@@ -10,7 +10,7 @@ with billed as (
 
 distinct_sources as (
     -- each combination once, then its key: hashing the sources of every line cost 0.4 CPU s more
-    -- at 10M lines (docs/performance.md, session 32)
+    -- at 10M lines
     select distinct aws_profile_sources(billed)  -- noqa: AL03
     from billed
 ),

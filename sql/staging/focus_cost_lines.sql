@@ -19,7 +19,7 @@ classified as (
 tag_maps as (
     -- each distinct Tags text parsed once and joined back to its rows: parsing the JSON of every
     -- row cost 9.3 CPU s per 10M rows with 130,000 distinct texts, against 2.7 for the distinct
-    -- texts and the join (docs/performance.md, session 35); a row without Tags finds no text
+    -- texts and the join; a row without Tags finds no text
     select
         tag_texts.tags_json,
         cast(json(tag_texts.tags_json) as map(varchar, varchar)) as tags  -- noqa: LT01

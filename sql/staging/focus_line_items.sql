@@ -59,10 +59,10 @@ renamed as (
         source.Tags as tags_json,
         cast(source.ConsumedQuantity as decimal(38, 10)) as consumed_quantity,
         cast(source.PricingQuantity as decimal(38, 10)) as pricing_quantity,
-        cast(source.BilledCost as decimal(38, 10)) as billed_cost,
-        cast(source.EffectiveCost as decimal(38, 10)) as effective_cost,
-        cast(source.ListCost as decimal(38, 10)) as list_cost,
-        cast(source.ContractedCost as decimal(38, 10)) as contracted_cost
+        money(source.BilledCost) as billed_cost,
+        money(source.EffectiveCost) as effective_cost,
+        money(source.ListCost) as list_cost,
+        money(source.ContractedCost) as contracted_cost
     from source
 ),
 -- noqa: enable=CP02

@@ -10,7 +10,7 @@ with focus_line_items as (
 
 distinct_sources as (
     -- each combination once, then its key: hashing the sources of every line cost 0.4 CPU s more
-    -- at 10M lines (docs/performance.md, session 32)
+    -- at 10M lines
     select distinct focus_profile_sources(focus_line_items)  -- noqa: AL03
     from focus_line_items
 ),

@@ -30,7 +30,7 @@ renamed as (
         map_from_entries(coalesce(source.labels, [])) as labels,
         map_from_entries(coalesce(source.system_labels, [])) as system_labels,
         -- the same two as the export's key/value lists, which the cost lines and profiles read:
-        -- a map made on every row costs about 1 CPU s per million rows (docs/performance.md, session 36)
+        -- a map made on every row costs about 1 CPU s per million rows
         coalesce(source.labels, []) as label_entries,
         coalesce(source.system_labels, []) as system_label_entries,
         map_from_entries(
@@ -59,8 +59,8 @@ renamed as (
         source.adjustment_info.description as adjustment_description,
         source.adjustment_info.type as adjustment_type,
         source.adjustment_info.mode as adjustment_mode,
-        cast(source.cost as decimal(38, 10)) as cost,
-        cast(source.cost_at_list as decimal(38, 10)) as cost_at_list,
+        money(source.cost) as cost,
+        money(source.cost_at_list) as cost_at_list,
         coalesce(source.credits, []) as credit_entries
     from source
 ),
@@ -70,45 +70,16 @@ credits as (
         renamed.*,
         coalesce(list_sum(list_transform(renamed.credit_entries, lambda c: c.amount)), 0)  -- noqa: RF02
             as credits_total,
-        coalesce(list_sum(list_transform(
-            list_filter(renamed.credit_entries, lambda c: c.type = 'SUSTAINED_USAGE_DISCOUNT'),  -- noqa: RF02
-            lambda c: c.amount  -- noqa: RF02
-        )), 0) as credit_sustained_usage_discount,
-        coalesce(list_sum(list_transform(
-            list_filter(renamed.credit_entries, lambda c: c.type = 'COMMITTED_USAGE_DISCOUNT'),  -- noqa: RF02
-            lambda c: c.amount  -- noqa: RF02
-        )), 0) as credit_committed_usage_discount,
-        coalesce(list_sum(list_transform(
-            list_filter(
-                renamed.credit_entries,
-                lambda c: c.type = 'COMMITTED_USAGE_DISCOUNT_DOLLAR_BASE'  -- noqa: RF02
-            ),
-            lambda c: c.amount  -- noqa: RF02
-        )), 0) as credit_committed_usage_discount_dollar_base,
-        coalesce(list_sum(list_transform(
-            list_filter(renamed.credit_entries, lambda c: c.type = 'FEE_UTILIZATION_OFFSET'),  -- noqa: RF02
-            lambda c: c.amount  -- noqa: RF02
-        )), 0) as credit_fee_utilization_offset,
-        coalesce(list_sum(list_transform(
-            list_filter(renamed.credit_entries, lambda c: c.type = 'DISCOUNT'),  -- noqa: RF02
-            lambda c: c.amount  -- noqa: RF02
-        )), 0) as credit_discount,
-        coalesce(list_sum(list_transform(
-            list_filter(renamed.credit_entries, lambda c: c.type = 'FREE_TIER'),  -- noqa: RF02
-            lambda c: c.amount  -- noqa: RF02
-        )), 0) as credit_free_tier,
-        coalesce(list_sum(list_transform(
-            list_filter(renamed.credit_entries, lambda c: c.type = 'PROMOTION'),  -- noqa: RF02
-            lambda c: c.amount  -- noqa: RF02
-        )), 0) as credit_promotion,
-        coalesce(list_sum(list_transform(
-            list_filter(renamed.credit_entries, lambda c: c.type = 'RESELLER_MARGIN'),  -- noqa: RF02
-            lambda c: c.amount  -- noqa: RF02
-        )), 0) as credit_reseller_margin,
-        coalesce(list_sum(list_transform(
-            list_filter(renamed.credit_entries, lambda c: c.type = 'SUBSCRIPTION_BENEFIT'),  -- noqa: RF02
-            lambda c: c.amount  -- noqa: RF02
-        )), 0) as credit_subscription_benefit
+        gcp_credits_of_type(renamed.credit_entries, 'SUSTAINED_USAGE_DISCOUNT') as credit_sustained_usage_discount,
+        gcp_credits_of_type(renamed.credit_entries, 'COMMITTED_USAGE_DISCOUNT') as credit_committed_usage_discount,
+        gcp_credits_of_type(renamed.credit_entries, 'COMMITTED_USAGE_DISCOUNT_DOLLAR_BASE')
+            as credit_committed_usage_discount_dollar_base,
+        gcp_credits_of_type(renamed.credit_entries, 'FEE_UTILIZATION_OFFSET') as credit_fee_utilization_offset,
+        gcp_credits_of_type(renamed.credit_entries, 'DISCOUNT') as credit_discount,
+        gcp_credits_of_type(renamed.credit_entries, 'FREE_TIER') as credit_free_tier,
+        gcp_credits_of_type(renamed.credit_entries, 'PROMOTION') as credit_promotion,
+        gcp_credits_of_type(renamed.credit_entries, 'RESELLER_MARGIN') as credit_reseller_margin,
+        gcp_credits_of_type(renamed.credit_entries, 'SUBSCRIPTION_BENEFIT') as credit_subscription_benefit
     from renamed
 ),
 

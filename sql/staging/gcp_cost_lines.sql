@@ -29,7 +29,7 @@ bases as (
 
 label_sets as (
     -- each distinct label list's tags once, joined to its rows: made on every row, the map cost
-    -- 3.4 CPU s per 2M rows of three or four labels, against 1.6 (docs/performance.md, session 36).
+    -- 3.4 CPU s per 2M rows of three or four labels, against 1.6.
     -- GKE cost allocation: a pod label k8s-label/<key> is also readable as <key>, unless the
     -- row carries a label <key> of its own (the plain label wins)
     select
@@ -53,8 +53,8 @@ label_sets as (
 
 invoice_periods as (
     -- each invoice month's period once, joined to its rows: read through the Pacific time zone's
-    -- calendar on every row, the start and end cost about 2.5 CPU s per 10M rows (docs/performance.md,
-    -- session 35). A left join: a row is never dropped, and one without an invoice month (which
+    -- calendar on every row, the start and end cost about 2.5 CPU s per 10M rows. A left join: a row
+    -- is never dropped, and one without an invoice month (which
     -- ingest refuses, from files and from BigQuery) keeps a NULL period, as when each row computed its own.
     select
         invoice_months.invoice_month,
@@ -97,10 +97,7 @@ final as (
                 )
             else epoch(bases.usage_end) - epoch(bases.usage_start)
         end as usage_seconds,
-        cast(bases.billed_cost as decimal(38, 10)) as billed_cost,
-        cast(bases.effective_cost as decimal(38, 10)) as effective_cost,
-        cast(bases.list_cost as decimal(38, 10)) as list_cost,
-        cast(bases.net_cost as decimal(38, 10)) as net_cost,
+        money_bases(bases),  -- noqa: AL03, RF02
         map_from_entries(list_filter([
             { 'key': 'SUSTAINED_USAGE_DISCOUNT', 'value': bases.credit_sustained_usage_discount },
             { 'key': 'COMMITTED_USAGE_DISCOUNT', 'value': bases.credit_committed_usage_discount },
@@ -122,7 +119,7 @@ final as (
         cast(bases.usage_amount_in_pricing_units as double) as pricing_quantity,
         cast(null as double) as list_unit_price,
         cast(null as double) as contracted_unit_price,
-        cast(bases.list_cost as decimal(38, 10)) as contracted_cost,
+        money(bases.list_cost) as contracted_cost,
         bases.resource_name,
         gcp_profile_key(bases) as profile_key  -- noqa: RF02
     from bases

@@ -11,7 +11,7 @@ with gcp_line_items as (
 
 distinct_sources as (
     -- each combination once, then its key: hashing the sources of every line cost 0.4 CPU s more
-    -- at 10M lines (docs/performance.md, session 32)
+    -- at 10M lines
     select distinct gcp_profile_sources(gcp_line_items)  -- noqa: AL03
     from gcp_line_items
 ),

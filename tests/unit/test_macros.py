@@ -8,11 +8,12 @@ from decimal import Decimal
 import duckdb
 import pytest
 import sqlglot
-from builders import callers, without_comments
+from builders import callers, dec, without_comments
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pipeline.common.errors import ModelError
+from pipeline.common.money import MONEY_ARROW
 from pipeline.dag.macros import expand_macros
 from pipeline.dag.models import discover, parse_model, sql_root
 from pipeline.dag.profile_macros import PROFILE_COLUMNS, PROFILE_SOURCES
@@ -73,7 +74,9 @@ def test_the_remainder_rule_is_written_once() -> None:
         path.name for path in sql_root().rglob("*.sql") if spelled.search(path.read_text("utf-8"))
     ]
     assert copies == []
-    assert callers("first_slice_takes_rest(") == [
+    # each model places the remainder of the four bases at once (slices_taking_rest)
+    assert callers("first_slice_takes_rest(") == []
+    assert callers("slices_taking_rest(") == [
         "allocation.pool_shares",
         "allocation.split_unused_shares",
         "attribution.line_attributions",
@@ -241,7 +244,7 @@ def test_the_key_of_a_combination_is_the_key_of_its_lines(source: str) -> None:
 
 def test_a_profile_macro_takes_the_alias_of_a_table() -> None:
     with pytest.raises(ModelError, match="takes the alias of a table as relation"):
-        parse_model("normalized", "m", "-- M.\n-- grain: x\nselect aws_profile_key(a.b) as k")
+        parse_model("normalized", "m", "-- M.\n-- grain: x\nselect aws_profile_key(f(a)) as k")
 
 
 def test_the_profile_columns_are_the_lines_columns_the_facts_leave_out() -> None:
@@ -408,9 +411,228 @@ def test_the_gcp_reader_reads_a_float64_amount_by_the_same_rule() -> None:
 
     from pipeline.run.sources import _gcp_expr
 
-    wanted = pa.decimal128(38, 10)
+    wanted = MONEY_ARROW
     assert _gcp_expr("t.cost", "cost", wanted, pa.float64()) == expand_macros(
         "exact_decimal(t.cost)", "x"
     )
     for present in (pa.decimal128(38, 9), pa.string()):
         assert "decimal(18, 10)" not in _gcp_expr("t.cost", "cost", wanted, present)
+
+
+# The four cost bases and the money type, written once (pipeline/dag/basis_macros.py)
+
+
+@pytest.mark.parametrize(
+    ("call", "expanded"),
+    [
+        ("money(a + b)", "cast((a + b) as decimal(38, 10))"),
+        ("bases(t)", "t.billed_cost, t.effective_cost, t.list_cost, t.net_cost"),
+        (
+            "line_bases(t)",
+            "t.billed_cost as line_billed_cost, t.effective_cost as line_effective_cost, "
+            "t.list_cost as line_list_cost, t.net_cost as line_net_cost",
+        ),
+        (
+            "line_costs(t)",
+            "t.line_billed_cost, t.line_effective_cost, t.line_list_cost, t.line_net_cost",
+        ),
+        (
+            "sum_bases(t)",
+            "sum(t.billed_cost) as billed_cost, sum(t.effective_cost) as effective_cost, "
+            "sum(t.list_cost) as list_cost, sum(t.net_cost) as net_cost",
+        ),
+        (
+            "money_sum_bases(t)",
+            "cast(sum(t.billed_cost) as decimal(38, 10)) as billed_cost, "
+            "cast(sum(t.effective_cost) as decimal(38, 10)) as effective_cost, "
+            "cast(sum(t.list_cost) as decimal(38, 10)) as list_cost, "
+            "cast(sum(t.net_cost) as decimal(38, 10)) as net_cost",
+        ),
+        (
+            "checksums_differ(a, b)",
+            "(a.billed_checksum is distinct from b.billed_checksum "
+            "or a.effective_checksum is distinct from b.effective_checksum "
+            "or a.list_checksum is distinct from b.list_checksum "
+            "or a.net_checksum is distinct from b.net_checksum)",
+        ),
+        (
+            "parts(s.part)",
+            "s.part.billed_part, s.part.effective_part, s.part.list_part, s.part.net_part",
+        ),
+        ("pool_window(w)", "w.pool_order, w.window_start, w.window_end"),
+        (
+            "same_ledger(a, b)",
+            "(a.provider = b.provider and a.billing_account_id is not distinct from "
+            "b.billing_account_id and a.billing_period = b.billing_period "
+            "and a.billing_currency is not distinct from b.billing_currency)",
+        ),
+    ],
+)
+def test_a_basis_macro_is_the_rule_in_every_basis(call: str, expanded: str) -> None:
+    assert expand_macros(f"select {call} from t", "x") == f"select {expanded} from t"
+
+
+def _given(con: duckdb.DuckDBPyConnection) -> None:
+    """Two lines whose amounts a DOUBLE would round, and what was taken of line 1 alone (a NULL
+    net cost): the rows the basis macros are evaluated on."""
+    con.execute(
+        "create table lines as select line_id, "
+        "cast(billed as decimal(38, 10)) as billed_cost, "
+        "cast(effective as decimal(38, 10)) as effective_cost, "
+        "cast(list as decimal(38, 10)) as list_cost, cast(net as decimal(38, 10)) as net_cost "
+        "from (values (1, '0.1000000001', '12345678901234.1234567891', '-0.0000000001', '3'), "
+        "(2, '0.2000000002', '0.0000000009', '1', '-2.5')) "
+        "as given(line_id, billed, effective, list, net)"
+    )
+    con.execute(
+        "create table taken as select 1 as line_id, "
+        "cast(0.0000000001 as decimal(38, 10)) as billed_cost, "
+        "cast(1 as decimal(38, 10)) as effective_cost, cast(-1 as decimal(38, 10)) as list_cost, "
+        "cast(null as decimal(38, 10)) as net_cost"
+    )
+
+
+def _run(sql: str) -> tuple[list[str], list[tuple]]:
+    """The expanded query's column types and rows, on the given lines."""
+    con = duckdb.connect()
+    _given(con)
+    relation = con.sql(expand_macros(sql, "x"))
+    return [str(kind) for kind in relation.types], relation.fetchall()
+
+
+def test_summed_bases_are_exact_money_under_their_names() -> None:
+    kinds, rows = _run("select money_sum_bases(lines) from lines")
+    assert kinds == ["DECIMAL(38,10)"] * 4
+    assert rows == [
+        (
+            Decimal("0.3000000003"),
+            Decimal("12345678901234.1234567900"),
+            Decimal("0.9999999999"),
+            Decimal("0.5"),
+        )
+    ]
+    assert _run("select sum_bases(lines) from lines")[1] == rows
+
+
+def test_added_and_subtracted_bases_count_a_missing_side_as_zero() -> None:
+    join = "from lines left join taken on lines.line_id = taken.line_id order by lines.line_id"
+    kinds, added = _run(f"select added_bases(lines, taken) {join}")
+    assert kinds == ["DECIMAL(38,10)"] * 4
+    assert added == [
+        (dec("0.1000000002"), dec("12345678901235.1234567891"), dec("-1.0000000001"), dec(3)),
+        (dec("0.2000000002"), dec("0.0000000009"), dec(1), dec("-2.5")),
+    ]
+    assert _run(f"select subtracted_bases(lines, taken) {join}")[1] == [
+        (dec("0.1"), dec("12345678901233.1234567891"), dec("0.9999999999"), dec(3)),
+        (dec("0.2000000002"), dec("0.0000000009"), dec(1), dec("-2.5")),
+    ]
+
+
+def test_basis_amounts_unpivot_one_row_per_basis() -> None:
+    _, rows = _run("select lines.line_id, basis_amounts(lines) from lines where lines.line_id = 2")
+    assert [row[1] for row in rows] == [
+        {"cost_basis": "billed_cost", "amount": dec("0.2000000002")},
+        {"cost_basis": "effective_cost", "amount": dec("0.0000000009")},
+        {"cost_basis": "list_cost", "amount": dec(1)},
+        {"cost_basis": "net_cost", "amount": dec("-2.5")},
+    ]
+
+
+def test_checksums_differ_in_any_basis_and_a_null_differs() -> None:
+    sides = (
+        "with a as (select line_id, 1 as billed_checksum, 2 as effective_checksum, "
+        "3 as list_checksum, 4 as net_checksum from lines), "
+        "b as (select line_id, 1 as billed_checksum, 2 as effective_checksum, "
+        "case when line_id = 1 then 3 end as list_checksum, 4 as net_checksum from lines) "
+    )
+    _, rows = _run(
+        sides + "select a.line_id, checksums_differ(a, b), checksums_differ(a, a) "
+        "from a inner join b on a.line_id = b.line_id order by a.line_id"
+    )
+    assert rows == [(1, False, False), (2, True, False)]
+
+
+def test_a_line_shared_in_thirds_sums_exactly_in_every_basis() -> None:
+    """shared_parts rounds each slice, sum_parts totals them and slices_taking_rest gives the
+    first slice the rest: the three slices of each line sum to it to the last decimal."""
+    kinds, rows = _run(
+        "with shares as (select unnest([1, 2, 3]) as slice_rank, 1.0 / 3 as share), "
+        "parts as (select lines.line_id, shares.slice_rank, line_bases(lines), "
+        "shared_parts(lines, shares.share) from lines cross join shares), "
+        "totals as (select parts.line_id, sum_parts(parts) from parts group by parts.line_id), "
+        "placed as (select parts.*, parts_totals(totals) from parts inner join totals "
+        "on parts.line_id = totals.line_id) "
+        "select placed.line_id, slices_taking_rest(placed.slice_rank = 1, placed, 'line') "
+        "from placed"
+    )
+    assert kinds == ["INTEGER"] + ["DECIMAL(38,10)"] * 4
+    con = duckdb.connect()
+    _given(con)
+    lines = {row[0]: row[1:] for row in con.execute("select * from lines").fetchall()}
+    for line_id, amounts in lines.items():
+        slices = [row[1:] for row in rows if row[0] == line_id]
+        assert len(slices) == 3
+        assert tuple(sum(column) for column in zip(*slices, strict=True)) == amounts
+
+
+def test_a_column_word_is_a_quoted_name() -> None:
+    with pytest.raises(ModelError, match=r"takes part of a column's name as whole"):
+        expand_macros("select slices_taking_rest(a, t, line) from t", "allocation.m")
+    with pytest.raises(ModelError, match="takes the alias of a table as relation"):
+        expand_macros("select bases(f(t)) from t", "allocation.m")
+
+
+def test_gcp_credits_of_type_sums_that_type_or_zero() -> None:
+    _, rows = _run(
+        "select gcp_credits_of_type(entries, 'PROMOTION'), "
+        "gcp_credits_of_type(entries, 'FREE_TIER') "
+        "from (select [{'type': 'PROMOTION', 'amount': -1.25::decimal(38, 10)}, "
+        "{'type': 'DISCOUNT', 'amount': -2::decimal(38, 10)}, "
+        "{'type': 'PROMOTION', 'amount': -0.0000000001::decimal(38, 10)}] as entries)"
+    )
+    assert rows == [(dec("-1.2500000001"), 0)]
+
+
+def test_a_ledger_and_a_period_match_an_account_of_null() -> None:
+    _, rows = _run(
+        "with a as (select * from (values ('aws', null, '2026-10', 'USD'), "
+        "('aws', '1', '2026-10', 'EUR')) as a(provider, billing_account_id, billing_period, "
+        "billing_currency)), b as (select * from (values ('aws', null, '2026-10', 'USD'), "
+        "('aws', '1', '2026-10', 'USD')) as b(provider, billing_account_id, billing_period, "
+        "billing_currency)) select a.billing_account_id, a.billing_currency, "
+        "same_billing_period(a, b), same_ledger(a, b) from a, b "
+        "where a.billing_account_id is not distinct from b.billing_account_id "
+        "order by a.billing_account_id nulls first"
+    )
+    assert rows == [(None, "USD", True, True), ("1", "EUR", True, False)]
+
+
+def test_a_slice_no_attempt_holds_has_typed_empty_attribution() -> None:
+    kinds, rows = _run("select unattributed()")
+    assert kinds == ["VARCHAR"] * 4 and rows == [(None,) * 4]
+
+
+def test_the_money_type_and_the_bases_are_written_once() -> None:
+    """No model spells DECIMAL(38, 10) for money (a quantity, a ratio and the credits map keep
+    their types), nor lists the four bases one line each: they call the macros."""
+    spelled = {
+        path.relative_to(sql_root()).as_posix(): without_comments(path.read_text("utf-8")).count(
+            "decimal(38, 10)"
+        )
+        for path in sql_root().rglob("*.sql")
+    }
+    assert {path: count for path, count in spelled.items() if count} == {
+        "marts/tag_coverage.sql": 2,  # the tagged share of the cost, a ratio
+        "staging/aws_cost_lines.sql": 1,  # map(varchar, decimal(38, 10)): a type, not a cast
+        "staging/focus_cost_lines.sql": 1,
+        "staging/focus_line_items.sql": 2,  # consumed and pricing quantities
+    }
+    by_hand = re.compile(
+        r"\b(\w+)\.billed_cost\b[^\n]*\n\s*\1\.effective_cost\b[^\n]*\n"
+        r"\s*\1\.list_cost\b[^\n]*\n\s*\1\.net_cost\b"
+    )
+    assert [
+        path.name
+        for path in sql_root().rglob("*.sql")
+        if by_hand.search(without_comments(path.read_text("utf-8")))
+    ] == []
