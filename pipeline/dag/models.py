@@ -38,7 +38,7 @@ _PASS_INPUTS = re.compile(r"^--\s*pass inputs:\s*([\w.]+(?:\s*,\s*[\w.]+)*)", re
 # `-- joins: as written` makes a DuckDB build run the model's joins as the SQL writes them, each
 # building its hash table on its right-hand side, in every pass: for a model whose large relation
 # DuckDB's build-side optimizer would hash instead (attribution.line_attributions, whose slices
-# then came out in the hash table's order: docs/performance.md, sessions 25-27)
+# then came out in the hash table's order)
 _JOINS = re.compile(r"^--\s*joins:\s*(.*)$", re.MULTILINE)
 MATERIALIZATIONS = ("table", "view", "intermediate", "parquet")
 # materializations the engines compute once and store in the build

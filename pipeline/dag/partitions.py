@@ -20,11 +20,11 @@ import duckdb
 PARTITIONS = "__runcost_partitions__"
 PARTITION = "__runcost_partition__"
 # bytes of memory_limit one cost line of a pass needs for a partitioned model to run without
-# spilling. Measured on the 50M benchmark at 4GB (docs/performance.md, session 32): the peak RSS
+# spilling. Measured on the 50M benchmark at 4GB: the peak RSS
 # of attribution.resource_time_overlaps, the larger of the two, grows about 135 bytes per line of
 # a pass (1.8 GB in 4 passes, 3.5 GB in 2), so at 150 a pass stays under the limit. Each pass reads
 # every line of the month again, so fewer passes cost less: the 50M run took 386.5 CPU s in 2
-# passes against 418.4 in 4 (300 bytes, measured when the overlaps needed more, session 9).
+# passes against 418.4 in 4 (at 300 bytes a line, measured when the overlaps needed more memory).
 BYTES_PER_LINE = 150
 MAX_PARTITIONS = 64
 _SIZE = re.compile(r"^\s*([0-9.]+)\s*(bytes|[KMGTP]i?B)\s*$", re.IGNORECASE)

@@ -8,6 +8,8 @@ from decimal import Decimal
 
 import duckdb
 
+from pipeline.common.money import MONEY_SQL
+
 log = logging.getLogger("runcost")
 
 
@@ -28,7 +30,7 @@ def rounding(
     )
     count, largest = con.execute(
         "select count(*) filter (where difference <> 0), max(difference) from (select "
-        f"abs(exact - cast(exact as decimal(38, 10))) as difference from ({exact}))"
+        f"abs(exact - cast(exact as {MONEY_SQL})) as difference from ({exact}))"
     ).fetchone()
     return int(count), (largest if count else None)
 

@@ -57,8 +57,8 @@ def bad_amount(value: str, limit: float = MAX_AMOUNT, double: bool = False) -> s
     if double:
         # DuckDB orders NaN above every number, so one comparison refuses NaN, both infinities
         # and the too large, and is NULL (not bad) for NULL: 0.6x the CPU of the four tests below
-        # on a CUR file (docs/performance.md, session 15). first_bad keeps footer statistics from
-        # folding the comparison to false on a column whose NaN they leave out
+        # on a CUR file. first_bad keeps footer statistics from folding the comparison to false
+        # on a column whose NaN they leave out
         return f"not (abs({value}) < {limit:.0f})"
     number = f"try_cast({value} as double)"
     # isnan/isinf on the number, not its text (a cast of every value to text cost 10x the
@@ -150,7 +150,7 @@ def required_id(column: str, value: str | None = None) -> Rule:
     text = f"({value})::varchar"
     # an id whose first character is printable ASCII other than a space is not blank, whatever
     # follows: only the others pay for trim, which copies every value (about 1 CPU s for the
-    # unique line item ids of a 10M-line delivery against 0.4; docs/performance.md, session 33)
+    # unique line item ids of a 10M-line delivery against 0.4)
     return Rule(
         column,
         f"case when {text} is null then true when ascii({text}) between 33 and 126 then false "
@@ -188,8 +188,7 @@ def scan_values(
 ) -> tuple[Bad | None, int]:
     """first_bad, and how many rows of ``source`` the SQL condition ``flagged`` marks, in the
     same scan: a condition true for few rows costs that scan little more (precision.may_round,
-    1.7 CPU s less than a scan of its own for the 10M benchmark's money; docs/performance.md,
-    session 34)."""
+    1.7 CPU s less than a scan of its own for the 10M benchmark's money)."""
     if not rules and not flagged:
         return None, 0
     # footer statistics leave NaN out: never let them fold a NaN test to false

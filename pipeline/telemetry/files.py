@@ -55,7 +55,6 @@ def load_telemetry(folder: Path) -> dict[str, pa.Table]:
             _check_attempt_ids(frames[child], paths[child], frames["attempts"], paths["attempts"])
     # each frame is dropped once it is Arrow: loading 3.3M attempts and 6.7M resources peaked
     # at 4,654-4,664 MB with every frame held to the end, 4,137-4,289 MB this way
-    # (docs/performance.md, session 38)
     tables = {}
     for name in DATASETS:
         frame = frames.pop(name, None)

@@ -1,9 +1,8 @@
 """Merging telemetry batches in order: sources after the files, a delivery over the published
 snapshot. Columnar: the rows a merge keeps are found from the key columns alone and taken from
 the batches' Arrow tables, so a nightly run over millions of published attempts never turns its
-rows into Python objects (docs/performance.md, session 37). A batch's table may be deferred
-(the published snapshot's): only its key columns are read unless the merge keeps its rows
-(session 38)."""
+rows into Python objects. A batch's table may be deferred (the published snapshot's): only its
+key columns are read unless the merge keeps its rows."""
 
 from __future__ import annotations
 
@@ -160,7 +159,7 @@ def _per_key(keys: pl.DataFrame, key: str) -> pl.DataFrame:
         return keys.group_by(key).agg(found)
     # an attempt in at most two rows (a delivery over the published snapshot) is mixed when its
     # first and last identities differ: taking them costs a third of comparing text for a min
-    # and a max (0.25 against 0.7 CPU s for 1.2M rows, docs/performance.md, session 38); only
+    # and a max (0.25 against 0.7 CPU s for 1.2M rows); only
     # the keys in more rows are compared over all of them
     identity = pl.col("source", "native")
     per_key = keys.group_by(key).agg(

@@ -15,7 +15,7 @@ from pipeline.warehouse.snapshots import current_snapshot
 class PublishedTable:
     """One telemetry table of the current snapshot, read as the merge needs it (merge.Deferred):
     a delivery that repeats every published attempt keeps none of its rows, so only its key
-    columns are read (docs/performance.md, session 38)."""
+    columns are read."""
 
     def __init__(self, path: Path, name: str) -> None:
         self.name, self.file = name, pq.ParquetFile(path)

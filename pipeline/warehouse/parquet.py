@@ -22,8 +22,8 @@ LOSSY_TYPES = {"HUGEINT": "DECIMAL(38, 0)", "UHUGEINT": "DECIMAL(38, 0)"}
 COMPRESSION = "zstd"  # every Parquet file of a snapshot
 # Parquet format 2 encodings (DELTA_BINARY_PACKED integers and times, DELTA_LENGTH_BYTE_ARRAY
 # text beside the dictionaries, BYTE_STREAM_SPLIT floats): a 10M-line run took 2.6 CPU s less
-# (writing and reading back the published tables) and its snapshot 211 MB against 245
-# (docs/performance.md, session 34); DuckDB 1.1.3, pyarrow and Spark 4.3 read them
+# (writing and reading back the published tables) and its snapshot 211 MB against 245;
+# DuckDB 1.1.3, pyarrow and Spark 4.3 read them
 OPTIONS = f"format parquet, compression {COMPRESSION}, parquet_version 'V2'"
 # the error a copy given its candidate values raises at a row of another value (write_parquet)
 OUTSIDE_CANDIDATES = "runcost: a row outside the candidate partition values"
@@ -132,8 +132,7 @@ def _guarded(column: str, values: list, kept: str | None = None) -> str:
     other rows of a value of ``values``, an error (OUTSIDE_CANDIDATES) for any other row. One
     CASE, not a conjunction DuckDB might reorder: no row is filtered out before it is looked at,
     and no query computes the values before the write (it cost 1.5 CPU s for the 10M
-    benchmark's attributed slices, whose join table is built whatever the filter keeps:
-    docs/performance.md, session 34)."""
+    benchmark's attributed slices, whose join table is built whatever the filter keeps)."""
     texts = [value for value in values if value is not None]
     known = [f"{column}::varchar in ({', '.join(literal(value) for value in texts)})"]
     known = (known if texts else []) + ([f"{column} is null"] if None in values else [])

@@ -41,6 +41,7 @@ def test_the_hour_start_is_the_hour_truncated_in_utc(micros: list[int]) -> None:
 
 def test_the_hour_rule_is_written_once() -> None:
     """The models cut time into hours with hour_start_us, never with date_trunc on a timestamp,
-    which goes through the time-zone calendar (docs/performance.md, session 35)."""
+    which goes through the time-zone calendar: about 15x the CPU (0.75 against 0.05 CPU s for 10M
+    values)."""
     assert callers("date_trunc(") == []
     assert callers("hour_start_us(") == ["attribution.resource_time_overlaps"]
