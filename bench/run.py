@@ -30,6 +30,7 @@ if str(ROOT) not in sys.path:
 from bench import baselines  # noqa: E402
 from bench.scale import ScaleSpec, config_text, generate  # noqa: E402
 from bench.targets import run_targets  # noqa: E402
+from pipeline.config.engine import ENGINES  # noqa: E402
 
 OUT = ROOT / "bench" / "out"
 STAGES = ("ingest", "telemetry", "staging", "normalized", "attribution", "allocation", "marts")
@@ -49,7 +50,7 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--partitions", type=int, default=None, help="warehouse.resource_partitions (passes)"
     )
-    parser.add_argument("--engine", choices=("duckdb", "spark"), default="duckdb")
+    parser.add_argument("--engine", choices=tuple(ENGINES), default="duckdb")
     parser.add_argument("--spark-master", default=None, help="spark.master, e.g. spark://h:7077")
     parser.add_argument("--spark-remote", default=None, help="spark.remote, sc://host:15002")
     parser.add_argument(
