@@ -1,6 +1,8 @@
-"""A real `mlflow server` on 127.0.0.1 (SQLite backend in a temporary folder), for tests.
+"""A real `mlflow server` on 127.0.0.1 (SQLite backend in a temporary folder), for tests; with
+`admin`, MLflow's basic-auth app (`--app-name basic-auth`) in front of it.
 
-Needs the mlflow extra (pip install -e '.[mlflow]'); .ci/run installs it.
+Needs the mlflow extra (pip install -e '.[mlflow]'); .ci/run installs it. The basic-auth app
+also needs Flask-WTF (MLflow's own `auth` extra).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ START_SECONDS = 240  # the first start migrates a new SQLite store: slow on a lo
 class MlflowServer:
     url: str
     store: Path  # the SQLite file behind it
+    admin: tuple[str, str] | None = None  # basic-auth app: the admin's user and password
 
 
 def free_port() -> int:
@@ -35,13 +38,35 @@ def free_port() -> int:
 
 
 @contextmanager
-def mlflow_server(folder: Path) -> Iterator[MlflowServer]:
-    """Start `mlflow server`, wait for /health, yield it; stop its process group by pid."""
+def mlflow_server(folder: Path, admin: tuple[str, str] | None = None) -> Iterator[MlflowServer]:
+    """Start `mlflow server`, wait for /health, yield it; stop its process group by pid.
+
+    admin: (user, password) starts MLflow's basic-auth app, its user store in `folder`, with
+    that admin and default permission READ for other users.
+    """
     executable = shutil.which("mlflow") or str(Path(sys.executable).parent / "mlflow")
     port = free_port()
     store = folder / "mlflow.db"
     log = (folder / "server.log").open("wb")
     env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
+    auth: list[str] = []
+    if admin is not None:
+        config = folder / "basic_auth.ini"
+        config.write_text(
+            "[mlflow]\n"
+            "default_permission = READ\n"
+            f"database_uri = sqlite:///{folder / 'basic_auth.db'}\n"
+            f"admin_username = {admin[0]}\n"
+            f"admin_password = {admin[1]}\n"
+            "authorization_function = mlflow.server.auth:authenticate_request_basic_auth\n"
+        )
+        env |= {
+            "MLFLOW_AUTH_CONFIG_PATH": str(config),
+            "MLFLOW_FLASK_SERVER_SECRET_KEY": "runcost-test-only",
+        }
+        for name in ("MLFLOW_AUTH_ADMIN_USERNAME", "MLFLOW_AUTH_ADMIN_PASSWORD"):
+            env.pop(name, None)
+        auth = ["--app-name", "basic-auth"]
     process = subprocess.Popen(
         [
             executable,
@@ -56,6 +81,7 @@ def mlflow_server(folder: Path) -> Iterator[MlflowServer]:
             str(port),
             "--workers",
             "1",
+            *auth,
         ],
         stdout=log,
         stderr=subprocess.STDOUT,
@@ -76,7 +102,7 @@ def mlflow_server(folder: Path) -> Iterator[MlflowServer]:
                 tail = (folder / "server.log").read_text(errors="replace")[-2000:]
                 raise RuntimeError(f"mlflow server did not start on {url}:\n{tail}")
             time.sleep(1)
-        yield MlflowServer(url, store)
+        yield MlflowServer(url, store, admin)
     finally:
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGTERM)

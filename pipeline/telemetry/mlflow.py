@@ -61,11 +61,20 @@ OPTIONS = {
     "tracking_uri",
     "experiments",
     "token_env",
+    "username_env",
+    "password_env",
     "started_after",
     "page_size",
 }
 # Options only a tracking server source takes.
-_SERVER_OPTIONS = ("experiments", "token_env", "started_after", "page_size")
+_SERVER_OPTIONS = (
+    "experiments",
+    "token_env",
+    "username_env",
+    "password_env",
+    "started_after",
+    "page_size",
+)
 
 
 def read(source: dict[str, object], label: str) -> dict[str, pa.Table]:

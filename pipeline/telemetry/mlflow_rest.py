@@ -1,11 +1,13 @@
 """MLflow tracking server over its REST API (2.0) -> the runs of the configured experiments.
 
 Any server that speaks the MLflow REST API works: `mlflow server` over PostgreSQL, MySQL or
-SQLite, Databricks, or a managed MLflow. Uses the standard library's HTTP client.
+SQLite (with or without MLflow's basic-auth app), Databricks, or a managed MLflow. Uses the
+standard library's HTTP client.
 """
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
 import json
 import math
@@ -23,8 +25,10 @@ PAGE_SIZE = 1000  # runs/search max_results (the server allows up to 50,000)
 RETRIES = 3  # tries per request on a connection error, HTTP 429 or 5xx
 RETRY_SECONDS = 0.5  # first back-off; doubled each try
 TIMEOUT_SECONDS = 60
+# the environment variables the MLflow client itself reads; options.*_env name others
 DEFAULT_TOKEN_ENV = "MLFLOW_TRACKING_TOKEN"
-HOW_TOKEN = "set options.token_env to the environment variable holding a token that can read them"
+DEFAULT_USERNAME_ENV = "MLFLOW_TRACKING_USERNAME"
+DEFAULT_PASSWORD_ENV = "MLFLOW_TRACKING_PASSWORD"
 
 
 @dataclass
@@ -65,7 +69,7 @@ def fetch(options: dict[str, Any], label: str) -> Store:
     page_size = options.get("page_size", PAGE_SIZE)
     if isinstance(page_size, bool) or not isinstance(page_size, int) or not 0 < page_size <= 50000:
         raise InputError(f"{label}: options.page_size must be a whole number from 1 to 50000")
-    client = _Client(uri, _headers(options, label), label)
+    client = _Client(uri, credentials(options, label), label)
     store = Store(where=uri)
     for name in experiments:
         found = client.call("experiments/get-by-name", {"experiment_name": name}, name)
@@ -148,33 +152,105 @@ def _started_after(value: object, label: str) -> int | None:
 
 def refuse_secrets(options: dict[str, Any], label: str) -> None:
     """A token, password or key in runcost.toml is refused: it comes from the environment."""
-    for secret in ("token", "password", "api_key"):
+    for secret, setting in (("token", "token_env"), ("password", "password_env")):
         if secret in options:
             raise InputError(
                 f"{label}: options.{secret} would put a secret in runcost.toml; remove it and "
-                f'set options.token_env = "NAME" with the token exported as NAME'
+                f'set options.{setting} = "NAME" with the {secret} exported as NAME'
             )
+    if "api_key" in options:
+        raise InputError(
+            f"{label}: options.api_key would put a secret in runcost.toml; remove it and "
+            'set options.token_env = "NAME" with the token exported as NAME'
+        )
 
 
-def _headers(options: dict[str, Any], label: str) -> dict[str, str]:
-    """JSON headers, with a bearer token from the environment variable options.token_env."""
-    name = str(options.get("token_env") or DEFAULT_TOKEN_ENV)
-    token = os.environ.get(name, "").strip()
+@dataclass(frozen=True)
+class Credentials:
+    """What runcost sends the server, and how messages name it (never the secret itself)."""
+
+    kind: str  # "basic", "bearer" or "none"
+    header: str | None  # the Authorization header
+    who: str  # "user 'runcost'", "the token in MLFLOW_TRACKING_TOKEN", "no credentials"
+    fix: str  # how to send the right ones
+    secret_env: str = ""  # the variable holding the password or token
+
+
+def credentials(options: dict[str, Any], label: str) -> Credentials:
+    """MLflow basic auth (user and password) or a bearer token, from the environment.
+
+    As the MLflow client does: a user and password when both are set (MLflow's basic-auth app),
+    else a bearer token (Databricks, a proxy). options.username_env / password_env / token_env
+    name other variables; a named variable that is not set stops the run.
+    """
+    named_basic = "username_env" in options or "password_env" in options
+    if named_basic and options.get("token_env"):
+        raise InputError(
+            f"{label}: set options.token_env (a bearer token) or options.username_env and "
+            "options.password_env (MLflow basic auth), not both"
+        )
+    user_env = str(options.get("username_env") or DEFAULT_USERNAME_ENV)
+    password_env = str(options.get("password_env") or DEFAULT_PASSWORD_ENV)
+    user = os.environ.get(user_env, "").strip()
+    password = os.environ.get(password_env, "")
+    basic_fix = (
+        f"export {user_env}=<user> and {password_env}=<password> where runcost runs (a user "
+        "with READ on the experiments)"
+    )
+    if not named_basic:
+        basic_fix += (
+            ", or set options.username_env and options.password_env to the variables that hold them"
+        )
+    unset = [name for name, value in ((user_env, user), (password_env, password)) if not value]
+    if named_basic and unset:
+        raise InputError(
+            f"{label}: options.username_env / password_env name {' and '.join(unset)}, not set "
+            f"in the environment; {basic_fix}"
+        )
+    if len(unset) == 1 and not options.get("token_env"):
+        raise InputError(
+            f"{label}: {user_env if user else password_env} is set but {unset[0]} is not; "
+            f"MLflow basic auth needs both: {basic_fix}"
+        )
+    if user and password and not options.get("token_env"):
+        pair = base64.b64encode(f"{user}:{password}".encode()).decode()
+        return Credentials("basic", f"Basic {pair}", f"user {user!r}", basic_fix, password_env)
+    token_env = str(options.get("token_env") or DEFAULT_TOKEN_ENV)
+    token = os.environ.get(token_env, "").strip()
     if options.get("token_env") and not token:
         raise InputError(
-            f"{label}: options.token_env names {name}, which is not set in the environment; "
-            f"export {name}=<token> where runcost runs (a Databricks personal access token, or "
-            "the server's bearer token)"
+            f"{label}: options.token_env names {token_env}, which is not set in the environment; "
+            f"export {token_env}=<token> where runcost runs (a Databricks personal access token, "
+            "or the server's bearer token)"
         )
-    headers = {"Content-Type": "application/json", "Accept": "application/json"}
+    token_fix = (
+        f"export a token that can read the experiments as {token_env} (or set options.token_env "
+        "to the variable holding one)"
+    )
     if token:
-        headers["Authorization"] = f"Bearer {token}"
+        return Credentials(
+            "bearer", f"Bearer {token}", f"the token in {token_env}", token_fix, token_env
+        )
+    return Credentials(
+        "none",
+        None,
+        "no credentials",
+        f"{basic_fix.split(' where ')[0]} (MLflow basic auth) or {DEFAULT_TOKEN_ENV}=<token> "
+        "where runcost runs",
+    )
+
+
+def _headers(auth: Credentials) -> dict[str, str]:
+    headers = {"Content-Type": "application/json", "Accept": "application/json"}
+    if auth.header:
+        headers["Authorization"] = auth.header
     return headers
 
 
 class _Client:
-    def __init__(self, uri: str, headers: dict[str, str], label: str) -> None:
-        self.uri, self.headers, self.label = uri, headers, label
+    def __init__(self, uri: str, auth: Credentials, label: str) -> None:
+        self.uri, self.auth, self.label = uri, auth, label
+        self.headers = _headers(auth)
 
     def call(self, endpoint: str, payload: dict[str, Any], experiment: str | None) -> dict:
         """GET (experiments/...) or POST (runs/search) one API call, retrying transient errors."""
@@ -195,7 +271,7 @@ class _Client:
                 if error.code in (429, 500, 502, 503, 504) and not last:
                     time.sleep(RETRY_SECONDS * 2**attempt)
                     continue
-                raise InputError(self._http_error(error, endpoint, experiment)) from None
+                raise InputError(self._http_error(error, url, endpoint, experiment)) from None
             except (urllib.error.URLError, OSError) as error:
                 if not last:
                     time.sleep(RETRY_SECONDS * 2**attempt)
@@ -213,20 +289,53 @@ class _Client:
                 ) from None
         raise AssertionError("unreachable")
 
-    def _http_error(self, error: urllib.error.HTTPError, endpoint: str, name: str | None) -> str:
+    def _http_error(
+        self, error: urllib.error.HTTPError, url: str, endpoint: str, name: str | None
+    ) -> str:
         try:
             detail = json.loads(error.read() or b"{}")
-        except (json.JSONDecodeError, OSError):
+        except (json.JSONDecodeError, OSError, UnicodeDecodeError):
             detail = {}
         code = detail.get("error_code", "") if isinstance(detail, dict) else ""
         text = detail.get("message", "") if isinstance(detail, dict) else ""
         where = f"{self.label}: {self.uri}"
+        what = f"experiment {name!r}" if name else "the runs"
         if error.code == 404 and name is not None and code == "RESOURCE_DOES_NOT_EXIST":
             return (
                 f"{where}: experiment {name!r} not found ({code}); check options.experiments "
                 "against the experiment names in the MLflow UI"
             )
-        if error.code in (401, 403):
-            what = f"experiment {name!r}" if name else "the runs"
-            return f"{where}: HTTP {error.code} reading {what} ({code or text}); {HOW_TOKEN}"
+        if error.code == 404 and not code:
+            return (
+                f"{self.label}: {url}: HTTP 404 Not Found: no MLflow REST API at this URL, so "
+                f"the path of options.tracking_uri {self.uri!r} is wrong; set it to the address "
+                "the MLflow client uses as MLFLOW_TRACKING_URI (scheme, host, port, and the "
+                "server's --static-prefix if it has one), without /api/2.0/mlflow or a UI page"
+            )
+        if error.code == 401:
+            wants_basic = "basic" in (error.headers.get("WWW-Authenticate") or "").lower()
+            if self.auth.kind == "basic":
+                problem = f"the server refused {self.auth.who} with the password in " + (
+                    self.auth.secret_env
+                )
+            elif wants_basic:
+                sent = "none was sent" if self.auth.kind == "none" else f"not {self.auth.who}"
+                return (
+                    f"{where}: HTTP 401 reading {what}: the server asks for a user and password "
+                    f"(MLflow basic auth), {sent}; export {DEFAULT_USERNAME_ENV} and "
+                    f"{DEFAULT_PASSWORD_ENV} where runcost runs (a user with READ on the "
+                    "experiments), or set options.username_env and options.password_env to the "
+                    "variables that hold them"
+                )
+            elif self.auth.kind == "bearer":
+                problem = f"the server refused {self.auth.who}"
+            else:
+                problem = "the server needs credentials and none were sent"
+            return f"{where}: HTTP 401 reading {what}: {problem}; {self.auth.fix}"
+        if error.code == 403:
+            return (
+                f"{where}: HTTP 403 reading {what}: {self.auth.who} may not read it; grant "
+                f"{self.auth.who} READ on the experiment (MLflow basic auth; CAN_READ on "
+                "Databricks), or use an identity that has it"
+            )
         return f"{where}: {endpoint}: HTTP {error.code} {code}: {text or error.reason}".rstrip()

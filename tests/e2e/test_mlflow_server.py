@@ -3,7 +3,10 @@ read back page by page; the same server's SQLite store read directly gives the s
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
+import json
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -190,3 +193,153 @@ def test_unreachable_server_and_secrets_in_config_are_refused(
         read(source(url, experiments=[]), "src")
     with pytest.raises(InputError, match=r"tracking_uri 'databricks' is not an http\(s\) URL"):
         read(source("databricks"), "src")
+
+
+ADMIN = ("admin", "admin-password-1234")
+READER = ("runcost", "reader-password-5678")
+OUTSIDER = ("outsider", "outsider-password-9012")
+
+
+def _as_admin(url: str, endpoint: str, payload: dict[str, str]) -> None:
+    """POST one call of MLflow's auth REST API (`<version>/mlflow/...`) as the admin."""
+    pair = base64.b64encode(":".join(ADMIN).encode()).decode()
+    request = urllib.request.Request(
+        f"{url}/api/{endpoint}",
+        json.dumps(payload).encode(),
+        {"Content-Type": "application/json", "Authorization": f"Basic {pair}"},
+        method="POST",
+    )
+    with urllib.request.urlopen(request, timeout=30) as response:
+        assert response.status == 200
+
+
+@pytest.fixture(scope="module")
+def auth_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MlflowServer]:
+    """`mlflow server --app-name basic-auth`: experiment `secured` with one finished run; user
+    runcost reads it (default permission READ), user outsider may not."""
+    from mlflow.tracking import MlflowClient
+
+    with (
+        mlflow_server(tmp_path_factory.mktemp("mlflow-auth"), admin=ADMIN) as running,
+        pytest.MonkeyPatch.context() as env,
+    ):
+        env.setenv("MLFLOW_TRACKING_USERNAME", ADMIN[0])
+        env.setenv("MLFLOW_TRACKING_PASSWORD", ADMIN[1])
+        client = MlflowClient(tracking_uri=running.url)
+        secured = client.create_experiment("secured")
+        run = client.create_run(secured, start_time=T0, tags={"user_attempt_id": "sec-1"})
+        client.set_terminated(run.info.run_id, "FINISHED", end_time=T0 + MINUTE)
+        for user, password in (READER, OUTSIDER):
+            create = {"username": user, "password": password}
+            _as_admin(running.url, "2.0/mlflow/users/create", create)
+        _as_admin(
+            running.url,
+            "3.0/mlflow/users/permissions/grant",
+            {
+                "username": OUTSIDER[0],
+                "resource_type": "experiment",
+                "resource_id": secured,
+                "permission": "DENY",
+            },
+        )
+        yield running
+
+
+@pytest.fixture
+def no_mlflow_credentials(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
+    for name in ("MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD", "MLFLOW_TRACKING_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    return monkeypatch
+
+
+def secured(url: str, **options: Any) -> dict[str, object]:
+    return source(url, experiments=["secured"], **options)
+
+
+def test_basic_auth_user_and_password_from_mlflows_variables_or_named_ones(
+    auth_server: MlflowServer, no_mlflow_credentials: pytest.MonkeyPatch
+) -> None:
+    env = no_mlflow_credentials
+    env.setenv("MLFLOW_TRACKING_USERNAME", READER[0])
+    env.setenv("MLFLOW_TRACKING_PASSWORD", READER[1])
+    env.setenv("MLFLOW_TRACKING_TOKEN", "a-bearer-token")  # as in MLflow: basic auth wins
+    attempts = read(secured(auth_server.url), "m")["attempts"].to_pylist()
+    assert [(a["attempt_id"], a["status"], a["ended_at"]) for a in attempts] == [
+        ("sec-1", "succeeded", at(1))
+    ]
+    for name in ("MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD", "MLFLOW_TRACKING_TOKEN"):
+        env.delenv(name)
+    env.setenv("RC_MLFLOW_USER", READER[0])
+    env.setenv("RC_MLFLOW_PASSWORD", READER[1])
+    named = secured(
+        auth_server.url, username_env="RC_MLFLOW_USER", password_env="RC_MLFLOW_PASSWORD"
+    )
+    assert read(named, "m")["attempts"].column("attempt_id").to_pylist() == ["sec-1"]
+
+
+def test_basic_auth_refusals_name_the_source_and_the_fix(
+    auth_server: MlflowServer, no_mlflow_credentials: pytest.MonkeyPatch
+) -> None:
+    env, url = no_mlflow_credentials, auth_server.url
+
+    def message(**options: Any) -> str:
+        with pytest.raises(InputError) as raised:
+            read(secured(url, **options), "telemetry.sources[1] (mlflow)")
+        assert "\n" not in str(raised.value)  # the CLI prints it as one error: line
+        return str(raised.value)
+
+    where = f"telemetry.sources[1] (mlflow): {url}: HTTP 401 reading experiment 'secured': "
+    fix = (
+        "export MLFLOW_TRACKING_USERNAME=<user> and MLFLOW_TRACKING_PASSWORD=<password> where "
+        "runcost runs (a user with READ on the experiments), or set options.username_env and "
+        "options.password_env to the variables that hold them"
+    )
+    env.setenv("MLFLOW_TRACKING_USERNAME", READER[0])
+    env.setenv("MLFLOW_TRACKING_PASSWORD", "not-the-password")
+    assert message() == (
+        where + "the server refused user 'runcost' with the password in "
+        "MLFLOW_TRACKING_PASSWORD; " + fix
+    )
+    assert "not-the-password" not in message()
+    env.setenv("MLFLOW_TRACKING_PASSWORD", OUTSIDER[1])
+    env.setenv("MLFLOW_TRACKING_USERNAME", OUTSIDER[0])
+    assert message() == (
+        f"telemetry.sources[1] (mlflow): {url}: HTTP 403 reading experiment 'secured': user "
+        "'outsider' may not read it; grant user 'outsider' READ on the experiment (MLflow basic "
+        "auth; CAN_READ on Databricks), or use an identity that has it"
+    )
+    env.delenv("MLFLOW_TRACKING_PASSWORD")
+    assert message() == (
+        "telemetry.sources[1] (mlflow): MLFLOW_TRACKING_USERNAME is set but "
+        "MLFLOW_TRACKING_PASSWORD is not; MLflow basic auth needs both: " + fix
+    )
+    env.delenv("MLFLOW_TRACKING_USERNAME")
+    basic = (
+        "the server asks for a user and password (MLflow basic auth), {}; export "
+        "MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD where runcost runs (a user with "
+        "READ on the experiments), or set options.username_env and options.password_env to the "
+        "variables that hold them"
+    )
+    assert message() == where + basic.format("none was sent")
+    env.setenv("MLFLOW_TRACKING_TOKEN", "a-bearer-token")
+    assert message() == where + basic.format("not the token in MLFLOW_TRACKING_TOKEN")
+    assert message(username_env="RC_NOT_SET", password_env="RC_NOT_SET_EITHER") == (
+        "telemetry.sources[1] (mlflow): options.username_env / password_env name RC_NOT_SET "
+        "and RC_NOT_SET_EITHER, not set in the environment; export RC_NOT_SET=<user> and "
+        "RC_NOT_SET_EITHER=<password> where runcost runs (a user with READ on the experiments)"
+    )
+    with pytest.raises(InputError, match=r"options.password would put a secret in runcost"):
+        read(secured(url, password=READER[1]), "src")
+
+
+def test_a_wrong_path_says_the_url_and_how_to_fix_it(server: tuple[MlflowServer, dict]) -> None:
+    running, _ = server
+    with pytest.raises(InputError) as raised:
+        read(source(f"{running.url}/mlflow/"), "src")
+    assert str(raised.value) == (
+        f"src: {running.url}/mlflow/api/2.0/mlflow/experiments/get-by-name: HTTP 404 Not "
+        "Found: no MLflow REST API at this URL, so the path of options.tracking_uri "
+        f"'{running.url}/mlflow' is wrong; set it to the address the MLflow client uses as "
+        "MLFLOW_TRACKING_URI (scheme, host, port, and the server's --static-prefix if it has "
+        "one), without /api/2.0/mlflow or a UI page"
+    )
