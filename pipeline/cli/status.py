@@ -14,11 +14,13 @@ from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
     Progress,
+    ProgressColumn,
     SpinnerColumn,
     TaskID,
     TextColumn,
     TimeElapsedColumn,
 )
+from rich.table import Column as TableColumn
 
 from pipeline.cli.common import config_option, reports_errors
 from pipeline.cli.tables import Column, print_table, terminal
@@ -44,14 +46,7 @@ class RunDisplay:
 
     def __enter__(self) -> RunDisplay:
         if self.live:
-            self.bars = Progress(
-                SpinnerColumn(),
-                TextColumn("{task.description}"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TimeElapsedColumn(),
-                console=self.console,
-            )
+            self.bars = Progress(*progress_columns(), console=self.console, expand=True)
             self.bars.start()
             # warnings print above the bars instead of tearing them
             self._handlers = log.handlers[:]
@@ -103,6 +98,21 @@ class RunDisplay:
                 event.message,
                 extra=extra,
             )
+
+
+def progress_columns() -> tuple[ProgressColumn, ...]:
+    """Spinner, description, bar, done/total, time: the counts and the time keep their whole
+    width; the description takes what is left and wraps (a narrow terminal cut `0:00:…`)."""
+    return (
+        SpinnerColumn(),
+        TextColumn("{task.description}", table_column=TableColumn(ratio=1, overflow="fold")),
+        BarColumn(bar_width=BAR_WIDTH),
+        MofNCompleteColumn(table_column=TableColumn(no_wrap=True)),
+        TimeElapsedColumn(table_column=TableColumn(no_wrap=True, min_width=len("0:00:00"))),
+    )
+
+
+BAR_WIDTH = 20
 
 
 class _ConsoleHandler(logging.Handler):
