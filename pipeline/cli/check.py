@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import sys
+from itertools import groupby
 from pathlib import Path
+from typing import Any
 
 import click
-from rich.table import Table
 
-from pipeline.cli.common import EXIT_FAILED, EXIT_OK, config_option, console, errors
-from pipeline.common.errors import RuncostError
+from pipeline.cli.common import EXIT_FAILED, EXIT_OK, config_option, console, reports_errors
+from pipeline.cli.tables import Column, print_table
 from pipeline.config.loader import Config, load_config
 from pipeline.config.tags import gcp_label_problem
+
+NO_AWS_EXPORT = "Cost Explorer: not asked (runcost.toml has no [aws] exports)"
+COVERAGE_COLUMNS = ("period", "account", "service", "currency", "cost", "attempt", "exp.")
 
 
 @click.command()
@@ -19,72 +23,93 @@ from pipeline.config.tags import gcp_label_problem
 @click.option(
     "--skip-aws", is_flag=True, help="Do not call Cost Explorer; report tag coverage only."
 )
+@reports_errors
 def check(config_path: Path | None, skip_aws: bool) -> None:
     """Check the attempt and experiment tag keys with Cost Explorer, and report tag coverage.
 
-    Asks Cost Explorer (ce:ListCostAllocationTags, credentials from the standard AWS chain)
-    whether each configured key is an active cost-allocation tag, and prints the share of the
-    published bill that carries each tag. Exits 1 when a key is not active or AWS cannot be
-    asked, 0 otherwise.
+    When runcost.toml has [aws] exports, asks Cost Explorer (ce:ListCostAllocationTags,
+    credentials from the standard AWS chain) whether each configured key is an active
+    cost-allocation tag; a GCP- or FOCUS-only configuration asks nothing of AWS. Prints the
+    share of the published bill that carries each tag. Exits 1 when a key is not active or AWS
+    cannot be asked, 0 otherwise.
     """
-    from pipeline.ingest.aws_tags import check_tag_keys, overall_share, tag_coverage
+    from pipeline.ingest.aws_tags import overall_share, tag_coverage
 
-    try:
-        config = load_config(config_path)
-        failed = False
-        if not skip_aws:
-            import boto3
+    config = load_config(config_path)
+    failed = False
+    if not config.aws_exports:
+        console.print(NO_AWS_EXPORT, highlight=False, markup=False)
+    elif not skip_aws:
+        failed = _check_cost_explorer(config)
+    rows = tag_coverage(config.warehouse)
+    if rows is None:
+        console.print("tag coverage: no published snapshot yet; run `runcost run` first")
+        sys.exit(EXIT_FAILED if failed else EXIT_OK)
+    _print_coverage(rows)
+    for problem in _gcp_key_problems(rows, config):
+        console.print(f"note: {problem}", markup=False, soft_wrap=True)
+    attempt = overall_share(rows, "attempt_tagged_share")
+    experiment = overall_share(rows, "experiment_tagged_share")
+    console.print(
+        f"overall: {_percent(attempt)} of cost carries the attempt tag, "
+        f"{_percent(experiment)} the experiment tag",
+        highlight=False,
+    )
+    sys.exit(EXIT_FAILED if failed else EXIT_OK)
 
-            client = boto3.client("ce", region_name="us-east-1")
-            statuses = check_tag_keys(client, config.attempt_tag_keys, config.experiment_tag_keys)
-            table = Table(title="Cost-allocation tags (Cost Explorer)")
-            for name in ("role", "key in runcost.toml", "CUR key", "status", "AWS keys"):
-                table.add_column(name)
-            for item in statuses:
-                table.add_row(
-                    item.role, item.configured, item.cur_key, item.status, ", ".join(item.aws_keys)
-                )
-            console.print(table)
-            for item in statuses:
-                if item.advice:
-                    failed = True
-                    console.print(f"warning: {item.advice}", markup=False, soft_wrap=True)
-        rows = tag_coverage(config.warehouse)
-        if rows is None:
-            console.print("tag coverage: no published snapshot yet; run `runcost run` first")
-        else:
-            table = Table(title="Tag coverage of the published bill (effective cost)")
-            columns = ("provider", "keys", "period", "account", "service", "currency", "cost")
-            for name in (*columns, "attempt", "exp."):
-                table.add_column(
-                    name, justify="right" if name in ("cost", "attempt", "exp.") else "left"
-                )
-            for row in rows:
-                keys = [*row["attempt_tag_keys"], *row["experiment_tag_keys"]]
-                table.add_row(
-                    f"{row['provider']} ({row['source_format']})",
-                    ", ".join(keys),
+
+def _check_cost_explorer(config: Config) -> bool:
+    """Print each key's Cost Explorer status; True when one is not an active tag."""
+    import boto3
+
+    from pipeline.ingest.aws_tags import check_tag_keys
+
+    client = boto3.client("ce", region_name="us-east-1")
+    statuses = check_tag_keys(client, config.attempt_tag_keys, config.experiment_tag_keys)
+    names = ("role", "key in runcost.toml", "CUR key", "status", "AWS keys")
+    print_table(
+        "Cost-allocation tags (Cost Explorer)",
+        [Column(name) for name in names],
+        [
+            [item.role, item.configured, item.cur_key, item.status, ", ".join(item.aws_keys)]
+            for item in statuses
+        ],
+    )
+    advice = [item.advice for item in statuses if item.advice]
+    for text in advice:
+        console.print(f"warning: {text}", markup=False, soft_wrap=True)
+    return bool(advice)
+
+
+def _print_coverage(rows: list[dict[str, Any]]) -> None:
+    """One table per billing source; its tag keys are in the title, not on every row."""
+    for (provider, source, attempt_keys, experiment_keys), group in groupby(
+        rows,
+        key=lambda row: (
+            row["provider"],
+            row["source_format"],
+            tuple(row["attempt_tag_keys"]),
+            tuple(row["experiment_tag_keys"]),
+        ),
+    ):
+        keys = ", ".join([*attempt_keys, *experiment_keys])
+        print_table(
+            f"Tag coverage of the published bill (effective cost, rounded to the cent): "
+            f"{provider} ({source}), keys {keys}",
+            [Column(name, numeric=name in COVERAGE_COLUMNS[4:]) for name in COVERAGE_COLUMNS],
+            [
+                [
                     row["billing_period"],
                     row["sub_account_id"],
                     row["service_name"],
                     row["billing_currency"],
-                    f"{row['total_cost']:.2f}",
+                    f"{row['total_cost']:,.2f}",
                     _percent(row["attempt_tagged_share"]),
                     _percent(row["experiment_tagged_share"]),
-                )
-            console.print(table)
-            for problem in _gcp_key_problems(rows, config):
-                console.print(f"note: {problem}", markup=False, soft_wrap=True)
-            attempt = overall_share(rows, "attempt_tagged_share")
-            experiment = overall_share(rows, "experiment_tagged_share")
-            console.print(
-                f"overall: {_percent(attempt)} of cost carries the attempt tag, "
-                f"{_percent(experiment)} the experiment tag"
-            )
-    except RuncostError as error:
-        errors.print(f"error: {error}", markup=False, highlight=False, soft_wrap=True)
-        sys.exit(error.exit_code)
-    sys.exit(EXIT_FAILED if failed else EXIT_OK)
+                ]
+                for row in group
+            ],
+        )
 
 
 def _gcp_key_problems(rows: list[dict], config: Config) -> list[str]:

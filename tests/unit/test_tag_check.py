@@ -221,3 +221,48 @@ def test_check_command_without_a_snapshot(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["check", "--config", str(config), "--skip-aws"])
     assert result.exit_code == 0, result.output
     assert "no published snapshot yet" in result.output
+
+
+def never_called(*args: Any, **kwargs: Any) -> Any:
+    raise AssertionError("runcost check asked AWS with no AWS export configured")
+
+
+@pytest.mark.parametrize(
+    "sources",
+    [
+        '[gcp]\nfiles = ["gcp/ndjson/billing-*.json"]\n',
+        '[focus]\nfiles = ["focus/*.csv"]\n',
+        "",
+    ],
+)
+def test_check_asks_nothing_of_aws_without_an_aws_export(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sources: str
+) -> None:
+    config = tmp_path / "runcost.toml"
+    config.write_text(sources, encoding="utf-8")
+    monkeypatch.setattr(boto3, "client", never_called)
+    result = CliRunner().invoke(main, ["check", "--config", str(config)])
+    assert result.exit_code == 0, result.output
+    assert result.output == (
+        "Cost Explorer: not asked (runcost.toml has no [aws] exports)\n"
+        "tag coverage: no published snapshot yet; run `runcost run` first\n"
+    )
+
+
+def test_check_of_a_gcp_world_reports_its_label_coverage(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pipeline.config.loader import load_config
+    from pipeline.run.nightly import run_pipeline
+    from pipeline.scenario.worlds import write_world
+
+    config = write_world("gcp", tmp_path / "g", seed=7)
+    run_pipeline(load_config(config))
+    monkeypatch.setattr(boto3, "client", never_called)
+    result = CliRunner().invoke(main, ["check", "--config", str(config)], env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert lines[0] == "Cost Explorer: not asked (runcost.toml has no [aws] exports)"
+    assert "(gcp_billing_export)" in result.output
+    assert "Compute Engine" in result.output and "one block per row" not in result.output
+    assert lines[-1].startswith("overall: ") and "of cost carries the attempt tag" in lines[-1]
