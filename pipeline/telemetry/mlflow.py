@@ -13,7 +13,9 @@ from typing import Any
 import pyarrow as pa
 
 from pipeline.common.errors import InputError
+from pipeline.telemetry import mlflow_fields
 from pipeline.telemetry.adapters import Outcome, table
+from pipeline.telemetry.mlflow_nesting import nesting
 from pipeline.telemetry.mlflow_rest import Store, fetch, refuse_secrets
 
 log = logging.getLogger("runcost")
@@ -48,6 +50,7 @@ _COPIED = (
     "instance_type",
     "gpu_type",
     "capacity_type",
+    "failure_reason",
 )
 _COUNTS = ("gpu_count", "node_count")
 OPTIONS = {
@@ -57,6 +60,8 @@ OPTIONS = {
     "id_prefix",
     "metric",
     "resource_tag",
+    "resource_tags",
+    "status_tag",
     "accept_schema_version",  # no longer needed: newer stores are read when their columns fit
     "tracking_uri",
     "experiments",
@@ -133,25 +138,42 @@ def _tables(
     names, tags, params, metrics = store.names, store.tags, store.params, store.metrics
     prefix = str(options.get("id_prefix", "mlflow:"))
     attempt_tag = options.get("attempt_id_tag")
-    experiment_tag = options.get("experiment_id_tag")
     experiment_from = options.get("experiment_id_from", "id")
     if experiment_from not in ("id", "name"):
         raise InputError(f'{label}: option experiment_id_from must be "id" or "name"')
-    resource_tag = options.get("resource_tag", "instance_id")
+    resource_names = mlflow_fields.resource_names(options, label)
+    status_tag = str(options.get("status_tag", mlflow_fields.DEFAULT_STATUS_TAG))
+    nested = nesting(store.runs, tags, store.outside)
 
     def attempt_id(run_uuid: str) -> str:
         own = tags.get(run_uuid, {}).get(attempt_tag) if attempt_tag else None
         return own.strip() if own and own.strip() else f"{prefix}{run_uuid}"
 
+    def experiment(run: dict[str, Any]) -> str:
+        """The run's experiment tag, else its nearest ancestor's, else the MLflow experiment."""
+        key = options.get("experiment_id_tag")
+        for uuid in [run["run_uuid"], *nested.ancestors(run["run_uuid"])] if key else ():
+            value = tags.get(uuid, {}).get(key)
+            if value and value.strip():
+                return value.strip()
+        native = run["experiment_id"]
+        return names.get(native, str(native)) if experiment_from == "name" else str(native)
+
     attempts: list[dict[str, Any]] = []
     resources: list[dict[str, Any]] = []
+    groupings_holding: list[str] = []
     seen: dict[str, str] = {}
     for run in store.runs:
         run_uuid = run["run_uuid"]
         where = store.run_where.get(run_uuid) or f"{store.where}: run {run_uuid}"
         run_tags = tags.get(run_uuid, {})
         fields = {**params.get(run_uuid, {}), **run_tags}
-        row = _attempt(run, run_tags, fields, names, experiment_tag, experiment_from, outcome)
+        held = mlflow_fields.resources(fields, resource_names)
+        if run_uuid in nested.groupings:
+            if held:
+                groupings_holding.append(f"run {run_uuid} ({', '.join(r for r, _ in held)})")
+            continue
+        row = _attempt(run, run_tags, fields, experiment(run), status_tag, outcome)
         try:
             row["started_at"] = _ms(run["start_time"], "start_time")
             row["ended_at"] = _ms(run["end_time"], "end_time")
@@ -176,23 +198,39 @@ def _tables(
             )
             continue
         seen[row["attempt_id"]] = run_uuid
-        parent = run_tags.get("mlflow.parentRunId")
-        row["parent_attempt_id"] = attempt_id(parent) if parent else None
+        retried = nested.retry_of(run_uuid)
+        row["parent_attempt_id"] = attempt_id(retried) if retried else None
+        grouping = nested.grouping_of(run_uuid)
+        if grouping:
+            row["tags"]["parent_run_id"] = grouping
+            name = tags.get(grouping, {}).get("mlflow.runName")
+            if name:
+                row["tags"]["parent_run_name"] = name
         metric = options.get("metric") or run_tags.get("mlflow.experiment.primaryMetric.name")
         if metric and metric in metrics.get(run_uuid, {}):
             row["metric_name"], row["metric_value"] = metric, metrics[run_uuid][metric]
         attempts.append(row)
-        resource = run_tags.get(resource_tag) if resource_tag else None
-        if resource and resource.strip():
-            resources.append(
-                {
-                    "attempt_id": row["attempt_id"],
-                    "resource_id": resource.strip(),
-                    "started_at": row["started_at"],
-                    "ended_at": row["ended_at"],
-                    "gpu_count": row["gpu_count"],
-                }
-            )
+        resources += [
+            {
+                "attempt_id": row["attempt_id"],
+                "resource_id": resource_id,
+                "resource_kind": kind,
+                "started_at": row["started_at"],
+                "ended_at": row["ended_at"],
+                "gpu_count": row["gpu_count"],
+            }
+            for resource_id, kind in held
+        ]
+    if groupings_holding:
+        log.warning(
+            "%s: %d run(s) that group nested runs (a sweep parent) name resources; a grouping "
+            "is not an attempt, so no attempt holds them: log them on the nested runs that "
+            "used them. First: %s",
+            label,
+            len(groupings_holding),
+            groupings_holding[0],
+            extra={"stage": "telemetry"},
+        )
     outcome.report()
     return {
         "attempts": table("attempts", attempts),
@@ -204,9 +242,8 @@ def _attempt(
     run: dict[str, Any],
     run_tags: dict[str, str],
     fields: dict[str, str],
-    names: dict[Any, str],
-    experiment_tag: str | None,
-    experiment_from: str,
+    experiment: str,
+    status_tag: str,
     outcome: Outcome,
 ) -> dict[str, Any]:
     tags = {"source": "mlflow", "source_native_id": run["run_uuid"]}
@@ -215,19 +252,21 @@ def _attempt(
             tags[name] = run_tags[key]
     if run.get("lifecycle_stage") == "deleted":
         tags["mlflow_lifecycle_stage"] = "deleted"
-    experiment = run_tags.get(experiment_tag) if experiment_tag else None
-    if not experiment or not experiment.strip():
-        native = run["experiment_id"]
-        experiment = names.get(native, str(native)) if experiment_from == "name" else str(native)
+    status = outcome.status(run["status"], STATUSES, tags)
+    refined, reason = mlflow_fields.end_reason(run["status"], fields.get(status_tag))
+    if refined:
+        tags["mlflow_status"] = str(run["status"])
+        status = refined
     row: dict[str, Any] = {
-        "experiment_id": experiment.strip(),
-        "status": outcome.status(run["status"], STATUSES, tags),
+        "experiment_id": experiment,
+        "status": status,
         "artifact_uri": run.get("artifact_uri") or None,
         "tags": tags,
     }
     for column in _COPIED:
         value = fields.get(column)
         row[column] = value.strip() if value and value.strip() else None
+    row["failure_reason"] = row["failure_reason"] or reason
     return row
 
 

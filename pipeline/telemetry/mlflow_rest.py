@@ -42,6 +42,8 @@ class Store:
     params: dict[str, dict[str, str]] = field(default_factory=dict)
     metrics: dict[str, dict[str, float | None]] = field(default_factory=dict)  # latest values
     run_where: dict[str, str] = field(default_factory=dict)  # run -> how messages name it
+    # parent runs (mlflow.parentRunId) not among `runs`: read for their times and tags only
+    outside: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def fetch(options: dict[str, Any], label: str) -> Store:
@@ -90,6 +92,7 @@ def fetch(options: dict[str, Any], label: str) -> Store:
             _add_run(store, run)
         token = page.get("next_page_token")
         if not token:
+            _add_parents(store, client)
             return store
         if token in seen_tokens:
             raise InputError(f"{label}: {uri}: runs/search returned page token {token!r} twice")
@@ -97,21 +100,37 @@ def fetch(options: dict[str, Any], label: str) -> Store:
         payload["page_token"] = token
 
 
-def _add_run(store: Store, run: dict[str, Any]) -> None:
+def _add_parents(store: Store, client: _Client) -> None:
+    """Look up the parents of nested runs that the search did not return (runs/get)."""
+    read = {run["run_uuid"] for run in store.runs}
+    wanted = {
+        tags["mlflow.parentRunId"].strip()
+        for tags in store.tags.values()
+        if (tags.get("mlflow.parentRunId") or "").strip()
+    } - read
+    for run_uuid in sorted(wanted):
+        found = client.call("runs/get", {"run_id": run_uuid}, None, get=True, missing_ok=True)
+        if found.get("run"):
+            _add_run(store, found["run"], into=store.outside)
+
+
+def _add_run(store: Store, run: dict[str, Any], into: dict[str, Any] | None = None) -> None:
     info, data = run.get("info") or {}, run.get("data") or {}
     run_uuid = str(info.get("run_id") or info.get("run_uuid") or "")
     experiment = str(info.get("experiment_id"))
-    store.runs.append(
-        {
-            "run_uuid": run_uuid,
-            "status": info.get("status"),
-            "start_time": _integer(info.get("start_time")),
-            "end_time": _integer(info.get("end_time")),
-            "artifact_uri": info.get("artifact_uri"),
-            "experiment_id": experiment,
-            "lifecycle_stage": info.get("lifecycle_stage"),
-        }
-    )
+    row = {
+        "run_uuid": run_uuid,
+        "status": info.get("status"),
+        "start_time": _integer(info.get("start_time")),
+        "end_time": _integer(info.get("end_time")),
+        "artifact_uri": info.get("artifact_uri"),
+        "experiment_id": experiment,
+        "lifecycle_stage": info.get("lifecycle_stage"),
+    }
+    if into is None:
+        store.runs.append(row)
+    else:
+        into[run_uuid] = row
     store.run_where[run_uuid] = (
         f"{store.where}: experiment {store.names.get(experiment, experiment)}: run {run_uuid}"
     )
@@ -252,10 +271,18 @@ class _Client:
         self.uri, self.auth, self.label = uri, auth, label
         self.headers = _headers(auth)
 
-    def call(self, endpoint: str, payload: dict[str, Any], experiment: str | None) -> dict:
-        """GET (experiments/...) or POST (runs/search) one API call, retrying transient errors."""
+    def call(
+        self,
+        endpoint: str,
+        payload: dict[str, Any],
+        experiment: str | None,
+        get: bool = False,
+        missing_ok: bool = False,
+    ) -> dict:
+        """GET (experiments/..., runs/get) or POST (runs/search) one API call, retrying transient
+        errors; missing_ok: {} for a resource that does not exist or may not be read."""
         url = f"{self.uri}/api/2.0/mlflow/{endpoint}"
-        if experiment is not None:
+        if experiment is not None or get:
             request = urllib.request.Request(
                 f"{url}?{urllib.parse.urlencode(payload)}", headers=self.headers
             )
@@ -271,7 +298,10 @@ class _Client:
                 if error.code in (429, 500, 502, 503, 504) and not last:
                     time.sleep(RETRY_SECONDS * 2**attempt)
                     continue
-                raise InputError(self._http_error(error, url, endpoint, experiment)) from None
+                body = error.read() or b""
+                if missing_ok and (error.code == 403 or b"RESOURCE_DOES_NOT_EXIST" in body):
+                    return {}
+                raise InputError(self._http_error(error, body, url, endpoint, experiment)) from None
             except (urllib.error.URLError, OSError) as error:
                 if not last:
                     time.sleep(RETRY_SECONDS * 2**attempt)
@@ -290,10 +320,10 @@ class _Client:
         raise AssertionError("unreachable")
 
     def _http_error(
-        self, error: urllib.error.HTTPError, url: str, endpoint: str, name: str | None
+        self, error: urllib.error.HTTPError, body: bytes, url: str, endpoint: str, name: str | None
     ) -> str:
         try:
-            detail = json.loads(error.read() or b"{}")
+            detail = json.loads(body or b"{}")
         except (json.JSONDecodeError, OSError, UnicodeDecodeError):
             detail = {}
         code = detail.get("error_code", "") if isinstance(detail, dict) else ""

@@ -74,6 +74,19 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[MlflowSer
             client.log_metric(trial, "val_loss", 0.5 + n, timestamp=T0, step=1)
             client.set_terminated(trial, "FINISHED", end_time=T0 + (20 + n) * MINUTE)
         run("scratch", other, 0, {"user_attempt_id": "nb-1"})  # not a configured experiment
+        # a sweep: the parent runs from minute 0 to 60, its trials inside it; one trial timed
+        # out, one was interrupted (spot) and resumed by a run nested under it
+        hpo = client.create_experiment("hpo")
+        sweep = run("sweep", hpo, 0, {})
+        for n, (status, reason) in enumerate((("FAILED", "timeout"), ("KILLED", "interrupted"))):
+            trial = run(f"hpo{n}", hpo, 1 + n, {"mlflow.parentRunId": sweep, "end_reason": reason})
+            client.log_param(trial, "volume_ids", [f"vol-0{n}a", f"vol-0{n}b"])
+            client.set_tag(trial, "instance_id", f"i-0{n}f")
+            client.log_param(trial, "checkpoint_uri", f"s3://ckpt/hpo{n}/")
+            client.set_terminated(trial, status, end_time=T0 + (10 + n) * MINUTE)
+        resumed = run("hpo1-resumed", hpo, 12, {"mlflow.parentRunId": ids["hpo1"]})
+        client.set_terminated(resumed, "FINISHED", end_time=T0 + 40 * MINUTE)
+        client.set_terminated(sweep, "FINISHED", end_time=T0 + 60 * MINUTE)
         yield running, ids
 
 
@@ -129,7 +142,8 @@ def test_runs_are_read_over_rest_page_by_page_and_match_the_sqlite_store(
     )["attempts"].to_pylist()
     same = sorted((r for r in direct if r["attempt_id"] in attempts), key=lambda r: r["attempt_id"])
     assert same == sorted(attempts.values(), key=lambda r: r["attempt_id"])
-    assert {r["attempt_id"] for r in direct} - set(attempts) == {"nb-1"}
+    hpo = {f"mlflow:{ids[name]}" for name in ("hpo0", "hpo1", "hpo1-resumed")}  # no sweep
+    assert {r["attempt_id"] for r in direct} - set(attempts) == {"nb-1"} | hpo
 
 
 def test_started_after_reads_only_later_runs(server: tuple[MlflowServer, dict]) -> None:
@@ -343,3 +357,44 @@ def test_a_wrong_path_says_the_url_and_how_to_fix_it(server: tuple[MlflowServer,
         "MLFLOW_TRACKING_URI (scheme, host, port, and the server's --static-prefix if it has "
         "one), without /api/2.0/mlflow or a UI page"
     )
+
+
+def test_a_sweep_parent_groups_its_trials_over_rest(server: tuple[MlflowServer, dict]) -> None:
+    """The sweep parent is no attempt; trials resume nothing, their statuses come from
+    end_reason, every resource they name is held; a nested run after its trial ended resumes it.
+    The window leaves the parent out: runcost looks it up (runs/get) to tell trials from retries."""
+    running, ids = server
+    options = {"experiments": ["hpo"], "attempt_id_tag": None}
+    resource_tags = ["instance_id", "volume_ids", "checkpoint_uri"]
+    for started_after in (None, "2026-09-21T14:14:00Z"):  # the sweep started at 14:13:20
+        tables = read(
+            source(
+                running.url, **options, started_after=started_after, resource_tags=resource_tags
+            ),
+            "m",
+        )
+        native = {
+            dict(row["tags"])["source_native_id"]: row for row in tables["attempts"].to_pylist()
+        }
+        assert sorted(native) == sorted([ids["hpo0"], ids["hpo1"], ids["hpo1-resumed"]])
+        timed_out, interrupted = native[ids["hpo0"]], native[ids["hpo1"]]
+        resumed = native[ids["hpo1-resumed"]]
+        assert (timed_out["status"], timed_out["parent_attempt_id"]) == ("timeout", None)
+        assert (interrupted["status"], interrupted["parent_attempt_id"]) == ("interrupted", None)
+        assert resumed["parent_attempt_id"] == f"mlflow:{ids['hpo1']}"
+        assert dict(timed_out["tags"])["parent_run_id"] == ids["sweep"]
+        assert dict(timed_out["tags"])["parent_run_name"] == "sweep"
+        held = sorted(
+            (row["attempt_id"], row["resource_id"], row["resource_kind"])
+            for row in tables["attempt_resources"].to_pylist()
+        )
+        first = f"mlflow:{ids['hpo0']}"
+        assert [h for h in held if h[0] == first] == sorted(
+            [
+                (first, "ckpt", "s3_bucket"),
+                (first, "i-00f", "ec2_instance"),
+                (first, "vol-00a", "ebs_volume"),
+                (first, "vol-00b", "ebs_volume"),
+            ]
+        )
+        assert len(held) == 8

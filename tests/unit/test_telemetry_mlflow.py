@@ -72,7 +72,7 @@ def test_runs_become_attempts_with_utc_times_parent_metric_and_source_tags(
         tmp_path / "mlflow.db",
         runs=[
             ("r1", "FINISHED", T0, T0 + 90 * 60_000, 1),
-            ("r2", "RUNNING", T0 + 60_000, None, 1),
+            ("r2", "RUNNING", T0 + 95 * 60_000, None, 1),  # resumes r1, after it ended
         ],
         tags=[
             ("r2", "mlflow.parentRunId", "r1"),
@@ -144,7 +144,11 @@ def test_unknown_status_is_kept_as_unknown_with_raw_value_and_reported(
 def test_configured_id_tags_win_and_fall_back_to_prefixed_run_id(tmp_path: Path) -> None:
     path = store(
         tmp_path / "m.db",
-        runs=[("r1", "FINISHED", T0, T0 + 1, 2), ("r2", "FINISHED", T0, T0 + 1, 2)],
+        runs=[
+            ("r1", "FAILED", T0, T0 + 1, 2),
+            ("r2", "FINISHED", T0 + 1, T0 + 2, 2),
+            ("r3", "FINISHED", T0 + 5, T0 + 6, 2),
+        ],
         tags=[
             ("r1", "user_attempt_id", "att-42"),
             ("r1", "user_experiment_id", "exp-9"),
@@ -161,17 +165,20 @@ def test_configured_id_tags_win_and_fall_back_to_prefixed_run_id(tmp_path: Path)
         ),
         "src",
     )
-    first, second = found["attempts"].to_pylist()
+    first, second, third = found["attempts"].to_pylist()
     assert (first["attempt_id"], first["experiment_id"]) == ("att-42", "exp-9")
-    assert (second["attempt_id"], second["experiment_id"]) == ("mlflow:r2", "llm-pretrain")
+    # a retry without the tag takes the experiment of the run it resumes
+    assert (second["attempt_id"], second["experiment_id"]) == ("mlflow:r2", "exp-9")
     assert second["parent_attempt_id"] == "att-42"
+    assert (third["attempt_id"], third["experiment_id"]) == ("mlflow:r3", "llm-pretrain")
     (resource,) = found["attempt_resources"].to_pylist()
     assert resource["attempt_id"] == "mlflow:r2"
     assert resource["resource_id"] == "i-0abc"
     assert (resource["started_at"], resource["ended_at"]) == (
-        at(0),
         at(0) + dt.timedelta(0, 0, 1000),
+        at(0) + dt.timedelta(0, 0, 2000),
     )
+    assert resource["resource_kind"] == "ec2_instance"
 
 
 def test_sqlite_url_and_empty_prefix(tmp_path: Path) -> None:
@@ -288,3 +295,165 @@ def test_supported_versions_are_documented() -> None:
     docs = Path(__file__).parents[2] / "docs" / "telemetry.md"
     for version in mlflow.SUPPORTED_VERSIONS:
         assert version in docs.read_text(encoding="utf-8")
+
+
+MINUTE = 60_000
+
+
+def test_a_sweep_parent_is_a_grouping_and_its_trials_are_attempts_of_their_own(
+    tmp_path: Path,
+) -> None:
+    """A parent whose nested runs started while it ran is no attempt; a trial resumes nothing;
+    a trial's retry (one nested run, after the trial ended) still resumes it."""
+    path = store(
+        tmp_path / "m.db",
+        runs=[
+            ("sweep", "FINISHED", T0, T0 + 60 * MINUTE, 1),
+            ("t1", "FINISHED", T0 + MINUTE, T0 + 20 * MINUTE, 1),
+            ("t2", "FAILED", T0 + 2 * MINUTE, T0 + 10 * MINUTE, 1),
+            ("t2-retry", "FINISHED", T0 + 12 * MINUTE, T0 + 30 * MINUTE, 1),
+            ("solo", "FAILED", T0, T0 + 5 * MINUTE, 2),
+            ("solo-retry", "FINISHED", T0 + 5 * MINUTE, T0 + 9 * MINUTE, 2),
+        ],
+        tags=[
+            ("sweep", "mlflow.runName", "lr-sweep"),
+            ("sweep", "user_experiment_id", "resnet-lr"),
+            ("sweep", "instance_id", "i-0dead"),
+            ("t1", "mlflow.parentRunId", "sweep"),
+            ("t2", "mlflow.parentRunId", "sweep"),
+            ("t2-retry", "mlflow.parentRunId", "t2"),
+            ("solo-retry", "mlflow.parentRunId", "solo"),
+        ],
+    )
+    found = {
+        row["attempt_id"]: row
+        for row in rows(path, experiment_id_tag="user_experiment_id", experiment_id_from="name")
+    }
+    assert sorted(found) == [
+        "mlflow:solo",
+        "mlflow:solo-retry",
+        "mlflow:t1",
+        "mlflow:t2",
+        "mlflow:t2-retry",
+    ]
+    assert [
+        (found[a]["status"], found[a]["parent_attempt_id"], found[a]["experiment_id"])
+        for a in sorted(found)
+    ] == [
+        ("failed", None, "llm-pretrain"),
+        ("succeeded", "mlflow:solo", "llm-pretrain"),
+        ("succeeded", None, "resnet-lr"),
+        ("failed", None, "resnet-lr"),
+        ("succeeded", "mlflow:t2", "resnet-lr"),
+    ]
+    for trial in ("mlflow:t1", "mlflow:t2"):
+        tags = dict(found[trial]["tags"])
+        assert (tags["parent_run_id"], tags["parent_run_name"]) == ("sweep", "lr-sweep")
+    assert "parent_run_id" not in dict(found["mlflow:t2-retry"]["tags"])
+
+
+def test_two_nested_runs_after_the_parent_ended_make_it_a_grouping(tmp_path: Path) -> None:
+    """A run is resumed once; two runs nested under one that had ended are trials of it."""
+    path = store(
+        tmp_path / "m.db",
+        runs=[
+            ("p", "FINISHED", T0, T0 + MINUTE, 1),
+            ("c1", "FINISHED", T0 + 2 * MINUTE, T0 + 3 * MINUTE, 1),
+            ("c2", "FINISHED", T0 + 4 * MINUTE, T0 + 5 * MINUTE, 1),
+        ],
+        tags=[("c1", "mlflow.parentRunId", "p"), ("c2", "mlflow.parentRunId", "p")],
+    )
+    assert [(r["attempt_id"], r["parent_attempt_id"]) for r in rows(path)] == [
+        ("mlflow:c1", None),
+        ("mlflow:c2", None),
+    ]
+
+
+def test_a_grouping_that_names_resources_is_reported(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = store(
+        tmp_path / "m.db",
+        runs=[("sweep", "RUNNING", T0, None, 1), ("t1", "RUNNING", T0 + 1, None, 1)],
+        tags=[("sweep", "instance_id", "i-0dead"), ("t1", "mlflow.parentRunId", "sweep")],
+    )
+    with caplog.at_level(logging.WARNING, logger="runcost"):
+        tables = read(source(path), "src")
+    assert tables["attempts"].column("attempt_id").to_pylist() == ["mlflow:t1"]
+    assert tables["attempt_resources"].num_rows == 0
+    assert (
+        "src: 1 run(s) that group nested runs (a sweep parent) name resources; a grouping is not "
+        "an attempt, so no attempt holds them: log them on the nested runs that used them. "
+        "First: run sweep (i-0dead)"
+    ) in caplog.text
+
+
+@pytest.mark.parametrize(
+    ("raw", "reason", "status", "failure_reason"),
+    [
+        ("FAILED", "timeout", "timeout", None),
+        ("KILLED", "Timeout", "timeout", None),
+        ("KILLED", "interrupted", "interrupted", None),
+        ("FAILED", "interrupted", "interrupted", None),
+        ("FAILED", "CUDA out of memory", "failed", "CUDA out of memory"),
+        ("KILLED", None, "cancelled", None),
+        ("FINISHED", "timeout", "succeeded", None),  # it finished: MLflow's status stands
+        ("RUNNING", "interrupted", "running", None),
+    ],
+)
+def test_end_reason_tag_gives_timeout_and_interrupted(
+    tmp_path: Path, raw: str, reason: str | None, status: str, failure_reason: str | None
+) -> None:
+    tags = [("r1", "end_reason", reason)] if reason else []
+    path = store(tmp_path / "m.db", runs=[("r1", raw, T0, None, 1)], tags=tags)
+    (row,) = rows(path)
+    assert (row["status"], row["failure_reason"]) == (status, failure_reason)
+    refined = status != mlflow.STATUSES[raw]
+    assert dict(row["tags"]).get("mlflow_status") == (raw if refined else None)
+    renamed = store(
+        tmp_path / "n.db", runs=[("r1", raw, T0, None, 1)], tags=[("r1", "why", reason or "")]
+    )
+    assert rows(renamed, status_tag="why")[0]["status"] == status
+
+
+def test_every_resource_a_run_names_is_held(tmp_path: Path) -> None:
+    path = store(
+        tmp_path / "m.db",
+        runs=[("r1", "FINISHED", T0, T0 + MINUTE, 1), ("r2", "FINISHED", T0, T0 + MINUTE, 1)],
+        tags=[
+            ("r1", "instance_id", "i-0aaa, i-0bbb"),
+            ("r1", "checkpoint_uri", "s3://ckpt-bucket/runs/r1/"),
+            ("r1", "gpu_count", "16"),
+            ("r2", "instance_id", "i-0ccc"),
+        ],
+        params=[
+            ("r1", "volume_ids", "['vol-01', 'vol-02']"),  # mlflow.log_param of a list
+            ("r2", "volume_ids", '["vol-03"]'),
+            ("r2", "checkpoint_uri", "arn:aws:s3:::other-bucket"),
+        ],
+    )
+    tags = ["instance_id", "volume_ids", "checkpoint_uri"]
+    held = read(source(path, resource_tags=tags), "src")["attempt_resources"].to_pylist()
+    assert [
+        (r["attempt_id"], r["resource_id"], r["resource_kind"], r["ended_at"], r["gpu_count"])
+        for r in held
+    ] == [
+        ("mlflow:r1", "i-0aaa", "ec2_instance", at(1), 16),
+        ("mlflow:r1", "i-0bbb", "ec2_instance", at(1), 16),
+        ("mlflow:r1", "vol-01", "ebs_volume", at(1), 16),
+        ("mlflow:r1", "vol-02", "ebs_volume", at(1), 16),
+        ("mlflow:r1", "ckpt-bucket", "s3_bucket", at(1), 16),
+        ("mlflow:r2", "i-0ccc", "ec2_instance", at(1), None),
+        ("mlflow:r2", "vol-03", "ebs_volume", at(1), None),
+        ("mlflow:r2", "other-bucket", "s3_bucket", at(1), None),
+    ]
+    # resource_tag (one name) still works; the two together are refused
+    one = read(source(path, resource_tag="volume_ids"), "src")["attempt_resources"]
+    assert one.column("resource_id").to_pylist() == ["vol-01", "vol-02", "vol-03"]
+    assert error(path, resource_tag="x", resource_tags=["y"]) == (
+        "src: set options.resource_tags (a list of tag names), not resource_tag too"
+    )
+    assert error(path, resource_tags="instance_id") == (
+        'src: options.resource_tags must be a list of tag names: resource_tags = ["instance_id", '
+        '"volume_ids", "checkpoint_bucket"]'
+    )
