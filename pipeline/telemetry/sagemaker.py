@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-import csv
 import datetime as dt
-import functools
-import io
 import json
 import logging
 import re
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +13,7 @@ import pyarrow as pa
 
 from pipeline.common.errors import InputError
 from pipeline.telemetry.adapters import table
+from pipeline.telemetry.sagemaker_instances import resource_config
 
 log = logging.getLogger("runcost")
 
@@ -43,18 +40,6 @@ EVENTS = {
     "Completed": "finished",
     "Failed": "failed",
 }
-# ml.* instance type -> (accelerators per instance, their type): the instance types SageMaker
-# documents for training, as data; an unlisted type is refused (options.gpus adds types).
-INSTANCE_TABLE = "sagemaker_instance_types.csv"
-
-
-@functools.cache
-def instance_types() -> dict[str, tuple[int, str | None]]:
-    text = resources.files("pipeline.telemetry").joinpath("data", INSTANCE_TABLE).read_text()
-    return {
-        row["instance_type"]: (int(row["gpu_count"]), row["gpu_type"] or None)
-        for row in csv.DictReader(io.StringIO(text))
-    }
 
 
 def options(source: dict[str, object]) -> dict[str, Any]:
@@ -193,31 +178,6 @@ def _lookup(job: dict, key: str | None) -> str | None:
     return str(value).strip().strip('"') or None if value is not None else None
 
 
-def _gpu_count(config: dict, where: str, extra: dict) -> tuple[int | None, str | None]:
-    """(GPUs over all instances, GPU type) of a ResourceConfig; an unknown type is refused."""
-    if not isinstance(extra, dict):
-        raise InputError('options.gpus must be a table: gpus = { "ml.p5.48xlarge" = 8 }')
-    known = {**instance_types(), **{k: (int(v), None) for k, v in extra.items()}}
-    groups = config.get("InstanceGroups") or [config]
-    total, types = 0, set()
-    for group in groups:
-        kind = str(group.get("InstanceType") or "")
-        if not kind:
-            return None, None
-        if kind not in known:
-            raise InputError(
-                f"{where}: instance type {kind!r} is not in runcost's table of SageMaker "
-                f"training instance types ({INSTANCE_TABLE}); add it with options.gpus = "
-                f'{{ "{kind}" = <GPUs per instance> }} (0 for a CPU type), from the instance '
-                "type's page in the SageMaker pricing or instance-types documentation"
-            )
-        gpus, gpu_type = known[kind]
-        total += gpus * int(group.get("InstanceCount") or 0)
-        if gpu_type:
-            types.add(gpu_type)
-    return total, ",".join(sorted(types)) or None
-
-
 def _snake(status: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", status).lower()
 
@@ -269,8 +229,8 @@ def job_rows(job: dict, where: str, opts: dict[str, Any]) -> tuple[list, list, l
             after_interrupt = False
         owner.append(len(spans) - 1)
     spans[-1][1] = end if final != "running" else None
-    config = job.get("ResourceConfig") or {}
-    gpus, gpu_type = _gpu_count(config, where, opts.get("gpus") or {})
+    config = resource_config(job.get("ResourceConfig") or {}, where, opts.get("gpus") or {})
+    gpus = config.get("gpu_count")
     metrics = job.get("FinalMetricDataList") or []
     metric = next(
         (m for m in metrics if not opts.get("metric") or m.get("MetricName") == opts["metric"]),
@@ -284,6 +244,7 @@ def job_rows(job: dict, where: str, opts: dict[str, Any]) -> tuple[list, list, l
         "billable_time_s": job.get("BillableTimeInSeconds"),
         "training_time_s": job.get("TrainingTimeInSeconds"),
         "secondary_status": job.get("SecondaryStatus"),
+        "instance_groups": config.get("instance_groups"),
     }
     if final == "unknown":
         tags["raw_status"] = raw
@@ -302,10 +263,10 @@ def job_rows(job: dict, where: str, opts: dict[str, Any]) -> tuple[list, list, l
                 "provider": "aws",
                 "account_id": arn_parts[4] if len(arn_parts) > 5 else None,
                 "region": arn_parts[3] if len(arn_parts) > 5 else None,
-                "instance_type": config.get("InstanceType"),
-                "gpu_type": gpu_type,
+                "instance_type": config.get("instance_type"),
+                "gpu_type": config.get("gpu_type"),
                 "gpu_count": gpus,
-                "node_count": config.get("InstanceCount"),
+                "node_count": config.get("node_count"),
                 "capacity_type": "spot" if job.get("EnableManagedSpotTraining") else "on_demand",
                 "submitted_at": created,
                 "started_at": span_start,

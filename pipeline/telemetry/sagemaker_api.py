@@ -97,19 +97,30 @@ def _pages(client: Any, label: str, where: str, window: dict[str, Any]) -> Any:
             **window, SortBy="CreationTime", SortOrder="Ascending"
         )
     except ClientError as error:
-        raise InputError(_message(error, label, f"{where}: listing training jobs")) from None
+        raise InputError(
+            _message(error, label, f"{where}: listing training jobs", client.meta.endpoint_url)
+        ) from None
 
 
 def _call(method: Any, label: str, where: str, **arguments: Any) -> dict:
     try:
         return method(**arguments)
     except ClientError as error:
-        raise InputError(_message(error, label, where)) from None
+        endpoint = method.__self__.meta.endpoint_url
+        raise InputError(_message(error, label, where, endpoint)) from None
 
 
-def _message(error: ClientError, label: str, where: str) -> str:
+def _message(error: ClientError, label: str, where: str, endpoint: str) -> str:
     code = error.response.get("Error", {}).get("Code", "")
-    text = error.response.get("Error", {}).get("Message", "")
+    text = " ".join(str(error.response.get("Error", {}).get("Message", "")).split())
+    status = error.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+    if status == 404 or code == "404":
+        return (
+            f"{label}: {where}: HTTP 404 Not Found at {endpoint}: no SageMaker API at this URL, "
+            "so the path of options.endpoint_url is wrong; set it to the endpoint's address "
+            "without a path (https://api.sagemaker.<region>.amazonaws.com, or the VPC "
+            "endpoint's DNS name), or remove it to use the region's endpoint"
+        )
     if code in ("AccessDeniedException", "AccessDenied", "UnrecognizedClientException"):
         return f"{label}: {where}: {code} ({text}); the identity needs {PERMISSIONS}"
     if code in ("ValidationException", "ResourceNotFound") and "find" in text.lower():

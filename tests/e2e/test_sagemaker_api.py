@@ -21,13 +21,19 @@ def sagemaker(moto_url: str) -> tuple[str, Any]:
     return moto_url, boto3.client("sagemaker", endpoint_url=moto_url, region_name="us-west-2")
 
 
-def create(client: Any, name: str, instance: str, count: int, **more: Any) -> None:
+def create(client: Any, name: str, instance: str | list[dict], count: int = 0, **more: Any) -> None:
+    """A training job on `count` instances of one type, or on instance groups (a list)."""
+    resources: dict[str, Any] = (
+        {"InstanceGroups": instance}
+        if isinstance(instance, list)
+        else {"InstanceType": instance, "InstanceCount": count}
+    )
     client.create_training_job(
         TrainingJobName=name,
         AlgorithmSpecification={"TrainingImage": "train:1", "TrainingInputMode": "File"},
         RoleArn=ROLE,
         OutputDataConfig={"S3OutputPath": "s3://models/out"},
-        ResourceConfig={"InstanceType": instance, "InstanceCount": count, "VolumeSizeInGB": 50},
+        ResourceConfig={**resources, "VolumeSizeInGB": 50},
         StoppingCondition={"MaxRuntimeInSeconds": 86400},
         **more,
     )
@@ -120,4 +126,47 @@ def test_no_credentials_names_the_permissions(
     assert str(raised.value).startswith("sm: SageMaker us-west-2: no AWS credentials; ")
     assert "sagemaker:ListTrainingJobs, sagemaker:DescribeTrainingJob and sagemaker:ListTags" in (
         str(raised.value)
+    )
+
+
+def test_instance_groups_are_summed_and_options_gpus_gives_the_model(
+    sagemaker: tuple[str, Any],
+) -> None:
+    url, client = sagemaker
+    groups = [
+        {"InstanceGroupName": "train", "InstanceType": "ml.p4d.24xlarge", "InstanceCount": 2},
+        {"InstanceGroupName": "data", "InstanceType": "ml.c5.2xlarge", "InstanceCount": 3},
+    ]
+    create(client, "hetero-1", groups, HyperParameters={"experiment_id": "e"})
+    create(client, "new-1", "ml.x9.48xlarge", 2, HyperParameters={"experiment_id": "e"})
+    gpus = {"ml.x9.48xlarge": {"count": 8, "model": "B300"}}
+    rows = read(source(url, jobs=["hetero-1", "new-1"], gpus=gpus), "sm")["attempts"].to_pylist()
+    found = {
+        r["attempt_id"]: (r["instance_type"], r["node_count"], r["gpu_count"], r["gpu_type"])
+        for r in rows
+    }
+    assert found == {
+        "hetero-1": ("ml.p4d.24xlarge", 5, 16, "A100"),
+        "new-1": ("ml.x9.48xlarge", 2, 16, "B300"),
+    }
+    assert dict(rows[0]["tags"])["instance_groups"] == (
+        "train: 2 x ml.p4d.24xlarge; data: 3 x ml.c5.2xlarge"
+    )
+
+
+@pytest.mark.parametrize(
+    "options", [{"jobs": ["x"]}, {"name_prefix": "x", "created_after": "2026-10-01"}]
+)
+def test_a_wrong_endpoint_path_says_the_url_and_how_to_fix_it(
+    sagemaker: tuple[str, Any], options: dict[str, Any]
+) -> None:
+    url, _ = sagemaker
+    with pytest.raises(InputError) as raised:
+        read(source(f"{url}/sagemaker", **options), "sm")
+    call = "training job x" if "jobs" in options else "listing training jobs"
+    assert str(raised.value) == (
+        f"sm: SageMaker us-west-2: {call}: HTTP 404 Not Found at {url}/sagemaker: no SageMaker "
+        "API at this URL, so the path of options.endpoint_url is wrong; set it to the "
+        "endpoint's address without a path (https://api.sagemaker.<region>.amazonaws.com, or "
+        "the VPC endpoint's DNS name), or remove it to use the region's endpoint"
     )

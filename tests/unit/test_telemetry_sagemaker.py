@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.common.errors import InputError
-from pipeline.telemetry import adapters, sagemaker
+from pipeline.telemetry import adapters, sagemaker, sagemaker_instances
 from pipeline.telemetry.canonical import arrow_schema
 
 LABEL = "telemetry.sources[2] (sagemaker)"
@@ -177,7 +177,7 @@ def test_epoch_seconds_and_unknown_instance_type(tmp_path: Path) -> None:
 
 
 def test_instance_table_lists_documented_gpu_types() -> None:
-    table = sagemaker.instance_types()
+    table = sagemaker_instances.instance_types()
     assert table["ml.p5.48xlarge"] == (8, "H100")
     assert table["ml.g5.12xlarge"] == (4, "A10G")
     assert table["ml.m5.xlarge"] == (0, None)
@@ -251,3 +251,94 @@ def test_read_through_the_adapter_registry(tmp_path: Path) -> None:
     tables = adapters.read(write(tmp_path, SPOT_JOB) | {"on_error": "fail"}, LABEL)
     assert tables["attempts"].column("attempt_id").to_pylist() == ["llm-spot", "llm-spot#2"]
     assert tables["attempt_events"].num_rows == 7
+
+
+def group(name: str, kind: str, count: int) -> dict:
+    return {"InstanceGroupName": name, "InstanceType": kind, "InstanceCount": count}
+
+
+@pytest.mark.parametrize(
+    ("groups", "expected"),
+    [
+        (  # a GPU group and a CPU data-loading group: the GPU group's type
+            [group("train", "ml.p4d.24xlarge", 2), group("data", "ml.c5.2xlarge", 4)],
+            (
+                "ml.p4d.24xlarge",
+                6,
+                16,
+                "A100",
+                "train: 2 x ml.p4d.24xlarge; data: 4 x ml.c5.2xlarge",
+            ),
+        ),
+        (  # two GPU groups: the type holding the most GPUs, every GPU model
+            [group("small", "ml.g5.xlarge", 4), group("big", "ml.p4d.24xlarge", 1)],
+            (
+                "ml.p4d.24xlarge",
+                5,
+                12,
+                "A100,A10G",
+                "small: 4 x ml.g5.xlarge; big: 1 x ml.p4d.24xlarge",
+            ),
+        ),
+        (  # no GPUs: the group with the most instances
+            [group("a", "ml.m5.xlarge", 1), group("b", "ml.c5.2xlarge", 3)],
+            ("ml.c5.2xlarge", 4, 0, None, "a: 1 x ml.m5.xlarge; b: 3 x ml.c5.2xlarge"),
+        ),
+    ],
+)
+def test_instance_groups_are_summed(tmp_path: Path, groups: list, expected: tuple) -> None:
+    job = copy.deepcopy(SPOT_JOB)
+    job["ResourceConfig"] = {"InstanceGroups": groups, "VolumeSizeInGB": 100}
+    tables = sagemaker.read(write(tmp_path, job), LABEL)
+    for row in tables["attempts"].to_pylist():
+        assert (
+            row["instance_type"],
+            row["node_count"],
+            row["gpu_count"],
+            row["gpu_type"],
+            dict(row["tags"])["instance_groups"],
+        ) == expected
+    assert tables["attempt_resources"].column("gpu_count").to_pylist() == [expected[2]] * 2
+
+
+@pytest.mark.parametrize(
+    ("gpus", "kind", "expected"),
+    [
+        ({"ml.x9.48xlarge": {"count": 4, "model": "H200"}}, "ml.x9.48xlarge", (8, "H200")),
+        ({"ml.p5.24xlarge": 4}, "ml.p5.24xlarge", (8, "H100")),  # the model of its family
+        ({"ml.g6e.xlarge": 2}, "ml.g6e.xlarge", (4, "L40S")),  # a listed type's own model
+        ({"ml.x9.48xlarge": 4}, "ml.x9.48xlarge", (8, None)),  # no family, no model given
+        ({"ml.x9.large": 0}, "ml.x9.large", (0, None)),
+    ],
+)
+def test_options_gpus_gives_the_gpu_model(
+    tmp_path: Path, gpus: dict, kind: str, expected: tuple
+) -> None:
+    job = copy.deepcopy(SPOT_JOB)
+    job["ResourceConfig"]["InstanceType"] = kind
+    source = write(tmp_path, job) | {"options": {"gpus": gpus}}
+    for row in sagemaker.read(source, LABEL)["attempts"].to_pylist():
+        assert (row["gpu_count"], row["gpu_type"]) == expected
+
+
+@pytest.mark.parametrize(
+    ("gpus", "message"),
+    [
+        (
+            {"ml.x9.48xlarge": "eight"},
+            "options.gpus: 'ml.x9.48xlarge' = 'eight' is not a GPU count; write "
+            '"ml.x9.48xlarge" = 8, or "ml.x9.48xlarge" = { count = 8, model = "H200" }',
+        ),
+        (
+            {"ml.x9.48xlarge": {"count": 8, "model": " "}},
+            "options.gpus: 'ml.x9.48xlarge': model ' ' is not a GPU model name such as \"H200\"",
+        ),
+    ],
+)
+def test_bad_options_gpus_entry_says_how_to_write_it(
+    tmp_path: Path, gpus: dict, message: str
+) -> None:
+    source = write(tmp_path, SPOT_JOB) | {"options": {"gpus": gpus}}
+    with pytest.raises(InputError) as raised:
+        sagemaker.read(source, LABEL)
+    assert str(raised.value) == f"{LABEL}: {message}"
