@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import errno
+import os
+import select
 import sys
 import traceback
 from collections.abc import Callable
@@ -13,12 +15,13 @@ from typing import Any
 import click
 from rich.console import Console
 
+from pipeline.cli.tables import Terminal
 from pipeline.common.errors import RuncostError, redact_urls
 from pipeline.config.loader import DEFAULT_CONFIG_NAME
 from pipeline.warehouse.snapshots import DATABASE_NAME
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
-console = Console()
+console = Terminal()
 errors = Console(stderr=True)
 
 config_option = click.option(
@@ -49,24 +52,56 @@ def reports_errors(function: Callable[..., Any]) -> Callable[..., Any]:
     """Print any failure as one `error: ...` line on stderr and exit with its code.
 
     A RuncostError says what to fix; a full disk or another OS error names the path; anything
-    else is an internal error. Tracebacks only with --debug or --log-format json.
+    else is an internal error. Tracebacks only with --debug or --log-format json. A reader that
+    stops reading standard output (`runcost sql ... | head -1`) ends the command quietly, exit 0.
     """
 
     @wraps(function)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
-            return function(*args, **kwargs)
+            result = function(*args, **kwargs)
+            sys.stdout.flush()  # the last buffered rows: a closed pipe fails here, not at exit
+            return result
         except (click.exceptions.Exit, click.ClickException, KeyboardInterrupt):
             raise
+        except BrokenPipeError as error:
+            if not stdout_closed():
+                _exit_with(error)
+            _discard_stdout()
+            sys.exit(EXIT_OK)
         except Exception as error:
-            text, code = describe_failure(error)
-            text = redact_urls(text)
-            errors.print(f"error: {text}", markup=False, highlight=False, soft_wrap=True)
-            if TRACEBACKS["show"]:
-                errors.print(traceback.format_exc(), markup=False, highlight=False)
-            sys.exit(code)
+            _exit_with(error)
 
     return wrapper
+
+
+def _exit_with(error: BaseException) -> None:
+    text, code = describe_failure(error)
+    text = redact_urls(text)
+    errors.print(f"error: {text}", markup=False, highlight=False, soft_wrap=True)
+    if TRACEBACKS["show"]:
+        errors.print(traceback.format_exc(), markup=False, highlight=False)
+    sys.exit(code)
+
+
+def stdout_closed() -> bool:
+    """Whether standard output is a pipe whose reader has gone (not some other broken pipe)."""
+    try:
+        descriptor = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):
+        return False
+    if not hasattr(select, "poll"):
+        return True  # no poll (Windows): a broken pipe while printing is standard output's
+    poller = select.poll()
+    poller.register(descriptor, select.POLLOUT)
+    return any(mask & (select.POLLERR | select.POLLHUP) for _, mask in poller.poll(0))
+
+
+def _discard_stdout() -> None:
+    # what Python's docs advise: the interpreter flushes stdout on exit, which would fail again
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
 
 
 def describe_failure(error: BaseException) -> tuple[str, int]:

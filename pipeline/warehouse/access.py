@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -107,6 +108,34 @@ def refuse_output_inside(output: Path, warehouse: Path) -> None:
             "there (it could overwrite CURRENT, runcost.duckdb or a snapshot): write the result "
             "outside it"
         )
+    linked = _same_file_in(target, root)
+    if linked is not None:
+        raise QueryRefused(
+            f"--output {output}: is the same file as {linked} (a hard link into the warehouse); "
+            "runcost sql never writes there (it would overwrite that file): write the result to "
+            "a new path outside the warehouse"
+        )
+
+
+def _same_file_in(target: Path, root: Path) -> Path | None:
+    """The file under ``root`` that ``target`` is a hard link of, if any."""
+    try:
+        found = target.stat()
+    except FileNotFoundError:
+        return None  # a new file: its folder is outside the warehouse (checked above)
+    if found.st_nlink < 2:
+        return None  # its only name is outside the warehouse
+    key = (found.st_dev, found.st_ino)
+    for folder, _, names in os.walk(root):
+        for name in names:
+            path = Path(folder) / name
+            try:
+                item = path.lstat()
+            except OSError:  # removed while walking (a run pruning a snapshot)
+                continue
+            if (item.st_dev, item.st_ino) == key:
+                return path
+    return None
 
 
 def check_read_only(sql: str) -> str:

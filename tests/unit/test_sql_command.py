@@ -5,7 +5,10 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import re
+import subprocess
+import sys
 from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
@@ -19,7 +22,7 @@ from pipeline.cli.app import main
 from pipeline.config.loader import load_config
 from pipeline.scenario import write_scenario
 from pipeline.warehouse.access import QueryRefused, check_read_only, open_snapshot
-from pipeline.warehouse.snapshots import open_database
+from pipeline.warehouse.snapshots import kept_snapshots, open_database, snapshot_record
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 GUIDE = ROOT / "docs" / "analyst-guide.md"
@@ -47,21 +50,57 @@ def mart_value(database: Path, query: str) -> object:
         con.close()
 
 
-def test_table_output_shows_every_significant_digit(database: Path) -> None:
-    result = runcost_sql(
-        database,
-        "select attempt_id, effective_cost from marts.attempt_costs "
-        "where attempt_id = 'att-llm-01' and allocation_model = 'fully_loaded'",
-    )
+ONE_COST = (
+    "select attempt_id, effective_cost, gpu_hours from marts.attempt_costs "
+    "where attempt_id = 'att-rl-02' and allocation_model = 'fully_loaded'"
+)
+
+
+def test_the_table_rounds_money_to_the_cent_and_says_so(database: Path) -> None:
+    result = runcost_sql(database, ONE_COST)
     assert result.exit_code == 0, result.output
-    expected = mart_value(
-        database,
-        "select effective_cost from marts.attempt_costs "
-        "where attempt_id = 'att-llm-01' and allocation_model = 'fully_loaded'",
+    cost = mart_value(database, ONE_COST.replace(", gpu_hours", "").replace("attempt_id, ", ""))
+    assert isinstance(cost, Decimal) and cost != cost.quantize(Decimal("0.01"))
+    lines = result.output.splitlines()
+    assert lines[0].strip() == "1 row; numbers rounded, money to the cent (--exact: every digit)"
+    # 14 1/3 GPU hours (a DOUBLE) to 6 places
+    assert lines[-1].split() == ["att-rl-02", f"{cost:,.2f}", "14.333333"]
+
+
+def test_exact_prints_every_digit(database: Path) -> None:
+    result = runcost_sql(database, "--exact", ONE_COST)
+    assert result.exit_code == 0, result.output
+    cost = mart_value(database, ONE_COST.replace(", gpu_hours", "").replace("attempt_id, ", ""))
+    hours = mart_value(
+        database, ONE_COST.replace("effective_cost, ", "").replace("attempt_id, ", "")
     )
-    assert isinstance(expected, Decimal)
-    assert "att-llm-01" in result.output
-    assert f"{expected.normalize():,f}" in result.output
+    assert result.output.splitlines()[0].strip() == "1 row"
+    assert result.output.splitlines()[-1].split() == [
+        "att-rl-02",
+        f"{cost.normalize():,f}",
+        str(hours),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("query", "title"),
+    [
+        ("select count(*) as n from marts.attempt_costs", "1 row"),
+        ("select * from range(2)", "2 rows"),
+        ("select * from range(1000)", "1,000 rows"),
+        ("select * from range(15115)", "showing 1,000 of 15,115 rows"),
+        ("select 1.5::double as x from range(0)", "0 rows"),
+    ],
+)
+def test_the_title_counts_every_row(database: Path, query: str, title: str) -> None:
+    result = runcost_sql(database, query)
+    assert result.exit_code == 0, result.output
+    assert result.output.splitlines()[0].strip() == title
+    more = (
+        "the first 1,000 of 15,115 rows are shown; add a limit, or --format csv --output PATH "
+        "for all"
+    )
+    assert (more in " ".join(result.output.split())) == ("15115" in query)
 
 
 def test_csv_keeps_decimals_exact(database: Path) -> None:
@@ -149,6 +188,7 @@ def test_output_format_follows_the_suffix(database: Path, tmp_path: Path) -> Non
     )
     assert result.exit_code == 0, result.output
     assert output.read_text(encoding="utf-8") == "billing_period\n2026-10\n"
+    assert result.output == f"wrote 1 row to {output}\n"
 
 
 def test_query_from_a_file(database: Path, tmp_path: Path) -> None:
@@ -323,3 +363,142 @@ def test_a_query_on_a_missing_table_exits_1(database: Path) -> None:
     assert "error: query failed: Catalog Error: Table with name no_such_table" in " ".join(
         result.output.split()
     )
+
+
+@pytest.mark.parametrize(
+    ("statement", "message"),
+    [
+        (
+            "select * from attempt_costs",
+            "error: query failed: Catalog Error: Table with name attempt_costs does not exist! "
+            'Did you mean "marts.attempt_costs"?',
+        ),
+        (
+            "select attempt from marts.experiment_costs",
+            'error: query failed: Binder Error: Referenced column "attempt" not found in FROM '
+            'clause! Candidate bindings: "attempts"',
+        ),
+    ],
+)
+def test_duckdbs_hint_is_kept_and_its_query_echo_dropped(
+    database: Path, statement: str, message: str
+) -> None:
+    result = runcost_sql(database, statement)
+    assert result.exit_code == 1, result.output
+    assert " ".join(result.output.split()).startswith(message)
+    assert "LINE 1" not in result.output and "^" not in result.output
+    assert len(result.output.strip().splitlines()) == 1  # one error line
+
+
+def test_as_of_before_every_snapshot_names_the_oldest(database: Path) -> None:
+    result = runcost_sql(database, "--as-of", "2020-01-01", "select 1")
+    assert result.exit_code == 1, result.output
+    (oldest, at), *_ = kept_snapshots(database.parent / "snapshots")
+    assert " ".join(result.output.split()) == (
+        "error: no kept snapshot was current at the end of 2020-01-01 (UTC): the oldest kept "
+        f"snapshot is {oldest.name}, published {at.isoformat(timespec='seconds')}; pass "
+        f"--as-of {at.date().isoformat()} or later (a snapshot is kept "
+        "warehouse.snapshot_retention_days days after the next one replaces it)"
+    )
+    assert "pruned" not in result.output
+
+
+def test_as_of_the_publishing_day_reads_that_snapshot(database: Path) -> None:
+    (_, at), *_ = kept_snapshots(database.parent / "snapshots")
+    result = runcost_sql(
+        database, "--as-of", at.date().isoformat(), "--format", "csv", "select 1 as x"
+    )
+    assert result.exit_code == 0, result.output
+    assert result.output.endswith("\nx\n1\n")  # after the log line naming the snapshot
+
+
+@pytest.mark.parametrize("name", ["CURRENT", "runcost.duckdb"])
+def test_output_through_a_hard_link_into_the_warehouse_is_refused(
+    database: Path, tmp_path: Path, name: str
+) -> None:
+    target = database.parent / name
+    before = target.read_bytes()
+    link = tmp_path / "result.csv"
+    os.link(target, link)
+    result = runcost_sql(database, "--format", "csv", "--output", str(link), "select 1")
+    assert result.exit_code == EXIT_REFUSED, result.output
+    assert " ".join(result.output.split()) == (
+        f"error: --output {link}: is the same file as {target.resolve()} (a hard link into the "
+        "warehouse); runcost sql never writes there (it would overwrite that file): write the "
+        "result to a new path outside the warehouse"
+    )
+    assert target.read_bytes() == before
+
+
+def test_output_inside_the_warehouse_or_through_a_symlink_is_refused(
+    database: Path, tmp_path: Path
+) -> None:
+    warehouse = database.parent
+    symlink = tmp_path / "current.csv"
+    symlink.symlink_to(warehouse / "CURRENT")
+    for output in (warehouse / "CURRENT", symlink, warehouse / "new.csv"):
+        result = runcost_sql(database, "--format", "csv", "--output", str(output), "select 1")
+        assert result.exit_code == EXIT_REFUSED, result.output
+        assert f"--output {output}: is inside the warehouse {warehouse}" in " ".join(
+            result.output.split()
+        )
+
+
+def test_output_to_a_file_with_other_hard_links_outside_the_warehouse(
+    database: Path, tmp_path: Path
+) -> None:
+    output = tmp_path / "result.csv"
+    output.write_text("old\n", encoding="utf-8")
+    os.link(output, tmp_path / "other-name.csv")
+    result = runcost_sql(database, "--format", "csv", "--output", str(output), "select 1 as x")
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "other-name.csv").read_text(encoding="utf-8") == "x\n1\n"
+
+
+def published_views_in_the_guide() -> set[str]:
+    text = GUIDE.read_text(encoding="utf-8")
+    table = text.split("<!-- published views:", 1)[1].split("\n\n", 1)[0]
+    return set(re.findall(r"^\| `([a-z_]+\.[a-z_]+)` \|", table, re.M))
+
+
+def test_the_guide_lists_every_table_published_as_a_view(database: Path) -> None:
+    from pipeline.dag.models import discover
+
+    record = snapshot_record(database.parent / "latest")
+    assert record is not None
+    published = set(record["views"])
+    assert published_views_in_the_guide() == published
+    assert published == {model.qualified for model in discover() if model.materialized == "view"}
+    # none of them has files in latest/, every other table has
+    for name in published:
+        schema, table = name.split(".")
+        assert not list((database.parent / "latest" / schema).glob(f"{table}*"))
+    words = ("No", "One", "Two", "Three", "Four", "Five", "Six", "Seven", "Eight", "Nine", "Ten")
+    assert f"{words[len(published)]} tables have no files in `latest/`" in " ".join(
+        GUIDE.read_text(encoding="utf-8").split()
+    )
+
+
+ROWS_QUERY = "select * from normalized.cost_lines"
+
+
+@pytest.mark.parametrize("output_format", ["table", "csv", "json"])
+def test_a_reader_that_stops_early_ends_it_quietly(database: Path, output_format: str) -> None:
+    # a real pipe: `runcost sql ... | head -1`; more than a pipe's buffer, so a write hits it closed
+    command = [
+        sys.executable, "-c", "from pipeline.cli import main; main()",
+        "sql", "--database", str(database), "--format", output_format, ROWS_QUERY,
+    ]  # fmt: skip
+    process = subprocess.Popen(
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "COLUMNS": "80"},
+    )
+    assert process.stdout is not None and process.stderr is not None
+    first = process.stdout.readline()
+    process.stdout.close()
+    stderr = process.stderr.read().decode()
+    assert process.wait(timeout=120) == 0, stderr
+    assert first.strip()
+    assert stderr == ""

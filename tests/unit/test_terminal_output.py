@@ -6,6 +6,7 @@ or wrapped would not read back, and the multiset of printed amounts would miss i
 
 from __future__ import annotations
 
+import io
 import re
 from collections import Counter
 from collections.abc import Iterable
@@ -14,9 +15,13 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
+from rich.console import Console
+from rich.progress import Progress
 
 from pipeline.cli.app import EXPERIMENT_COLUMNS, _print_run_summary, main
 from pipeline.cli.explain import BASES, explain_attempt
+from pipeline.cli.status import progress_columns
+from pipeline.cli.tables import Column, print_table
 from pipeline.config.loader import load_config
 from pipeline.report.page import EXPERIMENT_HEADERS
 from pipeline.scenario import write_scenario
@@ -66,12 +71,17 @@ def decimals(rows: list[tuple]) -> list[Decimal]:
 
 
 @pytest.mark.parametrize("width", WIDTHS)
-def test_sql_prints_every_amount_of_attempt_costs(world: dict, width: int) -> None:
+@pytest.mark.parametrize("exact", [False, True])
+def test_sql_prints_every_amount_of_attempt_costs(world: dict, width: int, exact: bool) -> None:
     sql = "select * from marts.attempt_costs order by all"
-    result = invoke(width, "sql", "--database", str(world["database"]), sql)
+    args = ["--exact"] if exact else []
+    result = invoke(width, "sql", "--database", str(world["database"]), *args, sql)
     expected = decimals(query(world["database"], sql))
     assert len(expected) > 40
-    assert_printed(result.output, expected, width)
+    # every amount of attempt_costs is money: to the cent, or with --exact every digit
+    assert_printed(
+        result.output, expected if exact else [value.quantize(CENT) for value in expected], width
+    )
     for row in query(world["database"], "select attempt_id from marts.attempt_costs"):
         assert row[0] in result.output
 
@@ -147,3 +157,90 @@ def test_a_table_too_wide_prints_as_records(world: dict) -> None:
     assert "one block per row (a table would be wider than 20 columns)" in " ".join(narrow.split())
     (first, _), *_ = query(world["database"], sql)
     assert f"    attempt_id = {first}" in narrow
+
+
+def fits(text: str, width: int) -> None:
+    assert "one block per row" not in text
+    assert "…" not in text
+    for line in text.splitlines():
+        assert len(line.rstrip()) <= width, line
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_check_prints_every_coverage_amount(world: dict, width: int) -> None:
+    result = invoke(width, "check", "--skip-aws", "--config", str(world["config"]))
+    rows = query(world["database"], "select total_cost from marts.tag_coverage")
+    assert_printed(result.output, [row[0].quantize(CENT) for row in rows], width)
+    (account,) = query(world["database"], "select distinct sub_account_id from marts.tag_coverage")
+    whole = f"  {account[0]}  " if width >= 80 else f"account = {account[0]}"
+    assert whole in result.output
+    if width >= 80:
+        fits(result.output, width)
+
+
+def test_a_five_column_query_prints_as_a_table_at_80(world: dict) -> None:
+    sql = (
+        "select attempt_id, allocation_model, effective_cost, billed_cost, list_cost "
+        "from marts.attempt_costs order by all"
+    )
+    text = invoke(80, "sql", "--database", str(world["database"]), sql).output
+    fits(text, 80)
+    rows = query(world["database"], sql)
+    assert_printed(text, [value.quantize(CENT) for value in decimals(rows)], 80)
+
+
+def test_the_run_summary_prints_as_tables_at_80(
+    world: dict, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    _print_run_summary(world["database"], str(world["run_id"]))
+    text = capsys.readouterr().out
+    fits(text, 80)
+    assert re.search(r"^experiment +attempts +attempts +marginal +loaded", text, re.M)
+
+
+@pytest.mark.parametrize(
+    ("sql", "first"),
+    [
+        ("select count(*) as n from marts.attempt_costs", "1 row"),
+        ("select 1 as n union all select 2", "2 rows"),
+    ],
+)
+def test_a_narrow_result_keeps_its_title_whole(world: dict, sql: str, first: str) -> None:
+    text = invoke(80, "sql", "--database", str(world["database"]), sql).output
+    assert text.splitlines()[0] == first
+    assert text.splitlines()[1].strip() == "n"
+
+
+@pytest.mark.parametrize("width", [20, 40, 80])
+def test_titles_and_headers_break_only_between_words(width: int) -> None:
+    console = Console(width=width, record=True, file=io.StringIO())
+    title = "Tag coverage of the published bill (effective cost, rounded to the cent)"
+    columns = [Column("n", numeric=True), Column("experiment-only cost (fully loaded)")]
+    layout = print_table(title, columns, [["1", "0.00"]], console=console)
+    text = console.export_text()
+    words = set(text.split())
+    # a word of the title or a header is whole on one line ("experiment-" may end one)
+    assert set(title.split()) <= words
+    assert layout == "table"
+    assert {"(fully", "loaded)", "cost"} <= words
+    assert "only" in " ".join(text.split()) and "ro" not in words
+
+
+@pytest.mark.parametrize("width", [60, 80, 200])
+def test_progress_bars_keep_their_time_whole(width: int) -> None:
+    console = Console(width=width, record=True, file=io.StringIO())
+    bars = Progress(*progress_columns(), console=console, expand=True)
+    for message, total in [
+        ("ingest: 1 deliveries, 1 new", 1),
+        ("build: 73 models", 73),
+        ("publish: snapshot 20261207T035917608200Z-9cd17d is current", 1),
+    ]:
+        task = bars.add_task(message, total=total)
+        bars.update(task, completed=total)
+    console.print(bars.get_renderable())
+    text = console.export_text()
+    assert "…" not in text
+    assert len(re.findall(r" (\d+)/\1 +0:00:00$", text, re.M)) == 3, text
+    if width >= 80:  # the description wraps between words, narrower it may fold
+        assert "20261207T035917608200Z-9cd17d" in text
