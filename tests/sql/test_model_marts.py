@@ -176,3 +176,45 @@ def test_reconciliation_balances_every_basis_and_model(build):
             expected.append((model, basis, 9, False, bill, attributed, shared, unallocated, D(0)))
     assert [tuple(row.values()) for row in rows] == expected
     assert report.check_failures == []
+
+
+def test_experiment_costs_sum_every_basis_over_failed_attempts(build):
+    # each basis differs on every line, so a basis that dropped the failed attempt, or took
+    # another basis's column, gives another number
+    lines = [
+        tagged(
+            "a1",
+            10.0,
+            pricing_public_on_demand_cost=12.0,
+            line_item_net_unblended_cost=9.0,
+        ),
+        # a2 failed: covered by a Savings Plan, billed 5, effective 3, net 2.5, list 8
+        tagged(
+            "a2",
+            5.0,
+            line_item_line_item_type="SavingsPlanCoveredUsage",
+            savings_plan_savings_plan_effective_cost=3.0,
+            savings_plan_net_savings_plan_effective_cost=2.5,
+            pricing_public_on_demand_cost=8.0,
+        ),
+        cur_line(
+            line_item_unblended_cost=1.5,
+            pricing_public_on_demand_cost=1.75,
+            line_item_net_unblended_cost=1.25,
+            resource_tags={"user_experiment_id": "e1"},
+        ),
+    ]
+    con, report = build(lines, ATTEMPTS, [])
+
+    rows = records(
+        con,
+        "select allocation_model, failed_attempts, billed_cost, effective_cost, list_cost, "
+        "net_cost, failed_attempt_cost from marts.experiment_costs "
+        "where experiment_id = 'e1' order by allocation_model",
+    )
+
+    # a1 + a2 (failed) + the line tagged to e1, on each basis
+    assert [tuple(row.values()) for row in rows] == [
+        (model, 3, D("16.5"), D("14.5"), D("21.75"), D("12.75"), D(3)) for model in sorted(MODELS)
+    ]
+    assert report.check_failures == []
