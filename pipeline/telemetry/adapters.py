@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from pipeline.common.errors import InputError
 from pipeline.telemetry.canonical import arrow_schema, empty_table
@@ -64,10 +65,38 @@ def read(source: dict[str, object], label: str) -> dict[str, pa.Table]:
         elif table.schema != arrow_schema(name):
             raise AssertionError(f"{label}: adapter returned {name} with a non-canonical schema")
         else:
-            out[name] = table
+            out[name] = in_nfc(table)
     if "experiments" in tables:
-        out["experiments"] = tables["experiments"]
+        out["experiments"] = in_nfc(tables["experiments"])
     return out
+
+
+def in_nfc(table: pa.Table) -> pa.Table:
+    """Ids (columns named *_id) and tags in Unicode NFC, as the telemetry files are read: the
+    bill's tags and resource ids are compared with them as text."""
+    for index, field in enumerate(table.schema):
+        column = table.column(index)
+        if field.name.endswith("_id") and pa.types.is_string(field.type):
+            table = table.set_column(index, field, _nfc(column))
+        elif pa.types.is_map(field.type) and column.num_chunks:
+            chunks = []
+            for chunk in column.chunks:
+                keys, items = _nfc(chunk.keys), _nfc(chunk.items)
+                if keys is chunk.keys and items is chunk.items:
+                    chunks.append(chunk)
+                else:
+                    chunks.append(
+                        pa.MapArray.from_arrays(chunk.offsets, keys, items, mask=chunk.is_null())
+                    )
+            table = table.set_column(index, field, pa.chunked_array(chunks, field.type))
+    return table
+
+
+def _nfc(values: Any) -> Any:
+    # ASCII is NFC already: only text with a multi-byte character is normalised
+    if not pc.any(pc.not_equal(pc.binary_length(values), pc.utf8_length(values))).as_py():
+        return values
+    return pc.utf8_normalize(values, form="NFC")
 
 
 def read_canonical(source: dict[str, object], label: str) -> dict[str, pa.Table]:

@@ -3,6 +3,7 @@ conversion in pipeline/telemetry/conversion.py), Arrow output."""
 
 from __future__ import annotations
 
+import datetime as dt
 import io
 import json
 from collections.abc import Callable
@@ -12,7 +13,17 @@ from functools import cache
 import polars as pl
 import pyarrow as pa
 
-from pipeline.telemetry.conversion import UTC, as_text, convert, converted, is_present, show
+from pipeline.telemetry.conversion import (
+    TAG_CONTROLS,
+    UTC,
+    as_text,
+    control_character,
+    convert,
+    converted,
+    is_present,
+    nfc,
+    show,
+)
 from schemas import attempt_events, attempt_resources, attempts, experiments
 
 # 1-based record number of each row in its file; kept beside the data so errors can name rows.
@@ -130,11 +141,12 @@ class Coerced:
     unreadable: dict[str, pl.Series]  # column -> rows whose value could not be read (now NULL)
 
 
-def coerce(raw: pl.DataFrame, name: str) -> Coerced:
+def coerce(raw: pl.DataFrame, name: str, now: dt.datetime | None = None) -> Coerced:
     """Raw file columns -> every canonical column in canonical type and order, plus ROW.
 
-    Absent columns are NULL; empty text is NULL. For attempts, columns that are not canonical
-    become tags, merged with a `tags` column holding a JSON object.
+    Absent columns are NULL; empty text is NULL; ids and tags are in Unicode NFC. For attempts,
+    columns that are not canonical become tags, merged with a `tags` column holding a JSON
+    object. ``now``: the clock no time may run past (default: now).
     """
     problems: list[Problem] = []
     unreadable: dict[str, pl.Series] = {}
@@ -145,12 +157,18 @@ def coerce(raw: pl.DataFrame, name: str) -> Coerced:
         if column not in raw.columns:
             values.append(pl.lit(None, target).alias(column))
             continue
-        value, column_checks = convert(column, raw.schema[column], target)
+        value, column_checks = convert(column, raw.schema[column], target, now)
         values.append(value.alias(column))
         checks += [(column, mask, describe) for mask, describe in column_checks]
     # every column converted in one select, then every check in one more (polars runs the
     # columns of a select in parallel; a select per column and check was 2x the CPU)
     frame = raw.select(values)
+    # ids are compared with the bill's tags and resource ids: one spelling of each
+    frame = frame.with_columns(
+        nfc(frame.get_column(column))
+        for column, target in polars_schema(name).items()
+        if column.endswith("_id") and target == pl.String and column in raw.columns
+    )
     if checks:
         work = raw.with_columns(
             frame.get_column(column).alias(converted(column).meta.output_name())
@@ -211,14 +229,39 @@ def build_tags(raw: pl.DataFrame, name: str) -> tuple[pl.Series, list[Problem]]:
         return pl.Series("tags", [[]] * raw.height, dtype=_TAGS), problems
     # unpivot lays the keys out one after another and a group keeps its rows' order, so each
     # row's list comes out sorted by key.
+    long = wide.unpivot(on=keys, index=ROW, variable_name="key", value_name="value").filter(
+        pl.col("value").str.len_bytes() > 0
+    )
+    problems.extend(_tag_controls(long))
     merged = (
-        wide.unpivot(on=keys, index=ROW, variable_name="key", value_name="value")
-        .filter(pl.col("value").str.len_bytes() > 0)
+        long.with_columns(nfc(long.get_column("key")), nfc(long.get_column("value")))
         .group_by(ROW, maintain_order=True)
         .agg(pl.struct("key", "value").alias("tags"))
     )
     tags = raw.select(ROW).join(merged, on=ROW, how="left", maintain_order="left")
     return tags.select(pl.col("tags").fill_null(pl.lit([], _TAGS))).to_series(), problems
+
+
+def _tag_controls(long: pl.DataFrame) -> list[Problem]:
+    """Tags holding a control character other than tab and line breaks (a NUL from a C string
+    makes a look-alike of the attempt id the bill carries)."""
+    bad = long.filter(
+        pl.col("key").str.contains(TAG_CONTROLS) | pl.col("value").str.contains(TAG_CONTROLS)
+    )
+    problems = [
+        Problem(
+            (row,),
+            "tags",
+            f"tag {show(key)} = {show(value)} holds the control character "
+            f"{control_character(key + value, TAG_CONTROLS)}; a tag with one never matches the "
+            "same tag on the bill: write it without it",
+        )
+        for row, key, value in bad.head(ROWS_SHOWN).iter_rows()
+    ]
+    if bad.height > ROWS_SHOWN:
+        last = problems[-1]
+        problems[-1] = Problem(last.rows, last.column, last.text, bad.height - ROWS_SHOWN)
+    return problems
 
 
 def _tags_column(raw: pl.DataFrame) -> tuple[pl.DataFrame, list[Problem]]:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import io
 import json
+import logging
 import re
 from pathlib import Path
 
@@ -24,6 +26,9 @@ from pipeline.telemetry.canonical import (
     show,
     to_arrow,
 )
+from pipeline.telemetry.gpus import attempt_gpu_problems, resource_gpu_problems
+
+log = logging.getLogger("runcost")
 
 SUFFIXES = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet"}
 # Stated in every message that names rows, so the number can be found in the file.
@@ -35,12 +40,14 @@ ROW_CONVENTION = {
 PROBLEMS_SHOWN = 20
 
 
-def load_telemetry(folder: Path) -> dict[str, pa.Table]:
+def load_telemetry(folder: Path, now: dt.datetime | None = None) -> dict[str, pa.Table]:
     """Read, validate and coerce the telemetry files of a folder into canonical Arrow tables.
 
     Returns exactly the keys attempts, attempt_resources, attempt_events and experiments, each
     with every canonical column in canonical order (see schemas/); an optional dataset with no
-    file is an empty table. Raises InputError naming file, row, column and the fix.
+    file is an empty table. Raises InputError naming file, row, column and the fix; warns about
+    attempts of experiments the experiments file does not list. ``now``: the clock no time may
+    run past by more than a day (default: now).
     """
     folder = Path(folder)
     if not folder.is_dir():
@@ -49,10 +56,22 @@ def load_telemetry(folder: Path) -> dict[str, pa.Table]:
             f"{_accepted('attempts')}"
         )
     paths = find_files(folder)
-    frames = {name: read_dataset(path, name) for name, path in paths.items()}
+    frames = {name: read_dataset(path, name, now) for name, path in paths.items()}
     for child in ("attempt_resources", "attempt_events"):
         if child in frames:
             _check_attempt_ids(frames[child], paths[child], frames["attempts"], paths["attempts"])
+    attempts_path = paths["attempts"]
+    raise_problems(
+        attempts_path, SUFFIXES[attempts_path.suffix], attempt_gpu_problems(frames["attempts"])
+    )
+    if "attempt_resources" in frames:
+        path = paths["attempt_resources"]
+        found = resource_gpu_problems(frames["attempt_resources"], frames["attempts"])
+        raise_problems(path, SUFFIXES[path.suffix], found)
+    if "experiments" in frames:
+        _warn_unknown_experiments(
+            frames["attempts"], attempts_path, paths["experiments"], frames["experiments"]
+        )
     # each frame is dropped once it is Arrow: loading 3.3M attempts and 6.7M resources peaked
     # at 4,654-4,664 MB with every frame held to the end, 4,137-4,289 MB this way
     tables = {}
@@ -89,15 +108,21 @@ def find_files(folder: Path) -> dict[str, Path]:
     return found
 
 
-def read_dataset(path: Path, name: str) -> pl.DataFrame:
+def read_dataset(path: Path, name: str, now: dt.datetime | None = None) -> pl.DataFrame:
     """One telemetry file -> a validated frame of the canonical columns plus ROW (row numbers)."""
     fmt = SUFFIXES[path.suffix]
+    if path.stat().st_size == 0:
+        raise InputError(
+            f"{path}: the file is empty (0 bytes), which is what a failed or unfinished write "
+            "leaves, not a dataset with no rows; write the file again (a dataset with no rows "
+            f"is a CSV file holding only its header line: {','.join(REQUIRED[name])})"
+        )
     raw = read_raw(path, fmt)
     if raw.width == 1 and raw.height == 0:
         # An empty file (no header, no records) is an empty dataset.
         raw = pl.DataFrame(schema={ROW: pl.Int64, **dict.fromkeys(REQUIRED[name], pl.String)})
     check_columns(raw, name, path)
-    coerced = coerce(raw, name)
+    coerced = coerce(raw, name, now)
     problems = coerced.problems + validate(coerced.frame, name, coerced.unreadable)
     raise_problems(path, fmt, problems)
     return coerced.frame
@@ -307,16 +332,53 @@ def _check_attempt_ids(
     raise_problems(path, SUFFIXES[path.suffix], problems)
 
 
-def raise_problems(path: Path, fmt: str, problems: list[Problem]) -> None:
-    """Raise one InputError listing the problems found in a file (nothing if there are none)."""
+def _warn_unknown_experiments(
+    attempts: pl.DataFrame, path: Path, experiments_path: Path, experiments: pl.DataFrame
+) -> None:
+    """An attempt of an experiment the delivered experiments file does not list: its cost is
+    placed, but no team, quality metric or threshold applies to it (warned: the file may list
+    only the experiments that have them)."""
+    unknown = (
+        attempts.join(experiments.select("experiment_id"), on="experiment_id", how="anti")
+        .group_by("experiment_id", maintain_order=True)
+        .agg(pl.col(ROW), pl.col("attempt_id"))
+    )
+    problems = [
+        _at_rows(
+            rows,
+            "experiment_id",
+            f"experiment {show(experiment)} of attempt{'s' if len(ids) > 1 else ''} "
+            f"{', '.join(map(show, ids[:ROWS_SHOWN]))} is not in {experiments_path.name}; no "
+            "team, quality metric or threshold applies to it: add the experiment to "
+            f"{experiments_path.name} or fix the experiment_id",
+        )
+        for experiment, rows, ids in unknown.head(PROBLEMS_SHOWN).iter_rows()
+    ]
+    if unknown.height > PROBLEMS_SHOWN:
+        more = unknown.height - PROBLEMS_SHOWN
+        problems.append(Problem((), "experiment_id", f"{more} more unknown experiment ids"))
+    text = problems_text(path, SUFFIXES[path.suffix], problems)
+    if text:
+        log.warning("%s", text, extra={"stage": "telemetry"})
+
+
+def problems_text(path: Path, fmt: str, problems: list[Problem]) -> str | None:
+    """The problems found in a file as one message (None if there are none)."""
     if not problems:
-        return
+        return None
     problems = sorted(problems, key=lambda problem: problem.rows[:1] or (0,))
     convention = f"({ROW_CONVENTION[fmt]})"
     if len(problems) == 1:
-        raise InputError(f"{path}: {problems[0].render()} {convention}")
+        return f"{path}: {problems[0].render()} {convention}"
     lines = [f"{path}: {len(problems)} problems {convention}:"]
     lines.extend(f"  {problem.render()}" for problem in problems[:PROBLEMS_SHOWN])
     if len(problems) > PROBLEMS_SHOWN:
         lines.append(f"  ... and {len(problems) - PROBLEMS_SHOWN} more")
-    raise InputError("\n".join(lines))
+    return "\n".join(lines)
+
+
+def raise_problems(path: Path, fmt: str, problems: list[Problem]) -> None:
+    """Raise one InputError listing the problems found in a file (nothing if there are none)."""
+    text = problems_text(path, fmt, problems)
+    if text:
+        raise InputError(text)

@@ -21,7 +21,8 @@ CONVENTION = {
     "jsonl": "(rows are JSON records counted from 1; blank lines are not counted)",
     "parquet": "(rows are counted from 1)",
 }
-NASTY = "x'); drop table attempts; --\n\"quoted\", 'single' \\ back"
+# no line break: a control character in an id is refused (a tag may hold one)
+NASTY = "x'); drop table attempts; -- \"quoted\", 'single' \\ back"
 
 
 def write(folder: Path, name: str, fmt: str, rows: list[dict]) -> Path:
@@ -275,7 +276,8 @@ def test_parquet_native_types(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_values_are_data_never_sql(tmp_path: Path, fmt: str) -> None:
-    rows = [attempt(NASTY, tags=json.dumps({"note": NASTY}), user_attempt_id=NASTY)]
+    note = NASTY + "\nsecond line"
+    rows = [attempt(NASTY, tags=json.dumps({"note": note}), user_attempt_id=NASTY)]
     write(tmp_path, "attempts", fmt, rows)
     write(tmp_path, "attempt_resources", fmt, [{"attempt_id": NASTY, "resource_id": NASTY}])
 
@@ -283,14 +285,14 @@ def test_values_are_data_never_sql(tmp_path: Path, fmt: str) -> None:
 
     row = tables["attempts"].to_pylist()[0]
     assert row["attempt_id"] == NASTY
-    assert row["tags"] == [("note", NASTY), ("user_attempt_id", NASTY)]
+    assert row["tags"] == [("note", note), ("user_attempt_id", NASTY)]
     assert tables["attempt_resources"].column("resource_id").to_pylist() == [NASTY]
 
 
 def test_header_only_csv_is_an_empty_dataset(tmp_path: Path) -> None:
     write(tmp_path, "attempts", "csv", [attempt()])
     (tmp_path / "attempt_events.csv").write_text("attempt_id,event_at,event_type\n")
-    (tmp_path / "experiments.jsonl").write_text("")
+    (tmp_path / "experiments.jsonl").write_text("\n")
 
     tables = load_telemetry(tmp_path)
 
@@ -788,8 +790,8 @@ def test_parquet_struct_tags(tmp_path: Path) -> None:
     assert tags == [[("team", "vision")], [("run", "r7")]]
 
 
-def test_empty_attempts_file_is_an_empty_table(tmp_path: Path) -> None:
-    (tmp_path / "attempts.csv").write_bytes(b"")
+def test_header_only_attempts_file_is_an_empty_table(tmp_path: Path) -> None:
+    (tmp_path / "attempts.csv").write_text("attempt_id,experiment_id,status\n")
 
     tables = load_telemetry(tmp_path)
 

@@ -51,11 +51,33 @@ def test_a_non_finite_parquet_double_is_refused(tmp_path: Path, value: float) ->
     assert message.startswith(f"{path}: row 1, column vcpu_count: {value} is not a finite number")
 
 
-def test_a_nan_metric_is_kept(tmp_path: Path) -> None:
-    """A diverged run's metric may be NaN; only counts and sizes must be finite."""
-    write(tmp_path, "attempts", "csv", [attempt(metric_value="NaN")])
+NAN_METRIC = (
+    "is not a number a result can be judged by (NaN compares above every threshold); leave "
+    "metric_value empty for a run with no valid metric, such as a diverged one"
+)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_nan_metric_is_refused(tmp_path: Path, fmt: str) -> None:
+    """NaN sorts above every threshold: a diverged run would count as an accepted result."""
+    rows = [attempt("a1", metric_value="0.9"), attempt("a2", metric_value="NaN")]
+    path = write(tmp_path, "attempts", fmt, rows)
+    assert load_error(tmp_path) == (
+        f"{path}: row 2, column metric_value: 'NaN' {NAN_METRIC} {CONVENTION[fmt]}"
+    )
+
+
+def test_a_nan_parquet_metric_is_refused(tmp_path: Path) -> None:
+    path = write(tmp_path, "attempts", "parquet", [attempt(metric_value=math.nan)])
+    assert load_error(tmp_path) == (
+        f"{path}: row 1, column metric_value: nan {NAN_METRIC} {CONVENTION['parquet']}"
+    )
+
+
+def test_an_empty_metric_is_null(tmp_path: Path) -> None:
+    write(tmp_path, "attempts", "csv", [attempt(metric_value="")])
     tables = load_telemetry(tmp_path)
-    assert math.isnan(tables["attempts"].column("metric_value")[0].as_py())
+    assert tables["attempts"].column("metric_value").to_pylist() == [None]
 
 
 def test_typed_parquet_numbers_are_read_as_stored(tmp_path: Path) -> None:
