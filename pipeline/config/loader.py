@@ -259,21 +259,28 @@ def parse_config(data: dict[str, Any], base: Path, path: Path | None = None) -> 
     if not isinstance(resource_time, bool):
         raise ConfigError(f"{where}: attribution.resource_time must be true or false")
 
+    warehouse_path = _resolve_path(
+        warehouse.get("path", "warehouse"), base, "warehouse.path", where
+    )
+    telemetry_folder = (
+        None
+        if telemetry_path is None
+        else _resolve_path(telemetry_path, base, "telemetry.path", where)
+    )
+    sources = _parse_sources(telemetry.get("sources", []), base, where)
+    _check_warehouse_apart(warehouse_path, telemetry_folder, sources, where)
+
     pools = parse_pools(data.get("pools", []), where)
     allocation_exclude = parse_allocation(data.get("allocation", {}), where)
     engine, engine_options = parse_engine(data, where)
 
     return Config(
         path=path,
-        warehouse=_resolve_path(warehouse.get("path", "warehouse"), base, "warehouse.path", where),
+        warehouse=warehouse_path,
         aws_exports=resolved_exports,
         focus_sources=parse_focus(data.get("focus", {}), base, where),
-        telemetry=(
-            _resolve_path(telemetry_path, base, "telemetry.path", where)
-            if telemetry_path is not None
-            else None
-        ),
-        telemetry_sources=_parse_sources(telemetry.get("sources", []), base, where),
+        telemetry=telemetry_folder,
+        telemetry_sources=sources,
         telemetry_on_error=on_error,
         telemetry_keep_published=keep_published,
         attempt_tag_keys=tuple(attempt_keys),
@@ -332,6 +339,27 @@ def _parse_sources(value: Any, base: Path, where: str) -> tuple[TelemetrySource,
         resolved = None if path is None else _resolve_path(path, base, "path", what)
         sources.append(TelemetrySource(item["kind"], resolved, options))
     return tuple(sources)
+
+
+def _check_warehouse_apart(
+    warehouse: Path,
+    telemetry: Path | None,
+    sources: tuple[TelemetrySource, ...],
+    where: str,
+) -> None:
+    """The warehouse may not lie in a telemetry folder: exporters rewrite that folder, and an
+    adapter reading a folder would read the warehouse's files as telemetry."""
+    folders = [("telemetry.path", telemetry)] + [
+        (f"telemetry.sources[{number}].path", source.path)
+        for number, source in enumerate(sources, start=1)
+    ]
+    for key, folder in folders:
+        if folder is not None and warehouse.is_relative_to(folder):
+            raise ConfigError(
+                f"{where}: warehouse.path {warehouse} lies inside {key} {folder}; the telemetry "
+                "folder is the exporters' to rewrite and runcost reads it as telemetry, so the "
+                f"warehouse must live apart: set warehouse.path to a folder outside {folder}"
+            )
 
 
 def _resolve_path(value: Any, base: Path, key: str, where: str) -> Path:

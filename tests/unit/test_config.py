@@ -241,3 +241,46 @@ def test_every_driver_and_a_cost_weighted_basis_are_accepted(tmp_path: Path) -> 
         ("even", "effective_cost"),
         ("cost_weighted", "net_cost"),
     ]
+
+
+@pytest.mark.parametrize(
+    ("text", "key", "folder"),
+    [
+        ('[warehouse]\npath = "tele/wh"\n[telemetry]\npath = "tele"\n', "telemetry.path", "tele"),
+        ('[warehouse]\npath = "tele"\n[telemetry]\npath = "tele"\n', "telemetry.path", "tele"),
+        (
+            '[warehouse]\npath = "mlruns/wh"\n[[telemetry.sources]]\nkind = "mlflow"\n'
+            'path = "mlruns"\n',
+            "telemetry.sources[1].path",
+            "mlruns",
+        ),
+    ],
+)
+def test_warehouse_inside_the_telemetry_folder_is_refused(
+    tmp_path: Path, text: str, key: str, folder: str
+) -> None:
+    path = write(tmp_path, text)
+    warehouse = parse_config_warehouse(text, tmp_path)
+    telemetry = (tmp_path / folder).resolve()
+
+    with pytest.raises(ConfigError) as caught:
+        load_config(path)
+
+    assert str(caught.value) == (
+        f"{path}: warehouse.path {warehouse} lies inside {key} {telemetry}; the telemetry folder "
+        "is the exporters' to rewrite and runcost reads it as telemetry, so the warehouse must "
+        f"live apart: set warehouse.path to a folder outside {telemetry}"
+    )
+
+
+def parse_config_warehouse(text: str, base: Path) -> Path:
+    """The warehouse folder a runcost.toml text names, resolved as the loader resolves it."""
+    return (base / text.split('path = "')[1].split('"')[0]).resolve()
+
+
+def test_warehouse_beside_the_telemetry_folder_is_accepted(tmp_path: Path) -> None:
+    config = load_config(
+        write(tmp_path, '[warehouse]\npath = "tele-wh"\n[telemetry]\npath = "tele"\n')
+    )
+    assert config.warehouse == (tmp_path / "tele-wh").resolve()
+    assert config.telemetry == (tmp_path / "tele").resolve()
