@@ -226,7 +226,10 @@ def credentials(options: dict[str, Any], label: str) -> Credentials:
             f"{label}: options.username_env / password_env name {' and '.join(unset)}, not set "
             f"in the environment; {basic_fix}"
         )
-    if len(unset) == 1 and not options.get("token_env"):
+    token_env = str(options.get("token_env") or DEFAULT_TOKEN_ENV)
+    token = os.environ.get(token_env, "").strip()
+    # half a user and password is a mistake, unless a token is there to send (as MLflow does)
+    if len(unset) == 1 and not options.get("token_env") and not token:
         raise InputError(
             f"{label}: {user_env if user else password_env} is set but {unset[0]} is not; "
             f"MLflow basic auth needs both: {basic_fix}"
@@ -234,8 +237,6 @@ def credentials(options: dict[str, Any], label: str) -> Credentials:
     if user and password and not options.get("token_env"):
         pair = base64.b64encode(f"{user}:{password}".encode()).decode()
         return Credentials("basic", f"Basic {pair}", f"user {user!r}", basic_fix, password_env)
-    token_env = str(options.get("token_env") or DEFAULT_TOKEN_ENV)
-    token = os.environ.get(token_env, "").strip()
     if options.get("token_env") and not token:
         raise InputError(
             f"{label}: options.token_env names {token_env}, which is not set in the environment; "
@@ -254,8 +255,8 @@ def credentials(options: dict[str, Any], label: str) -> Credentials:
         "none",
         None,
         "no credentials",
-        f"{basic_fix.split(' where ')[0]} (MLflow basic auth) or {DEFAULT_TOKEN_ENV}=<token> "
-        "where runcost runs",
+        f"export {user_env}=<user> and {password_env}=<password> (MLflow basic auth), or "
+        f"{DEFAULT_TOKEN_ENV}=<token>, where runcost runs",
     )
 
 

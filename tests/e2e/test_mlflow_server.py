@@ -327,6 +327,9 @@ def test_basic_auth_refusals_name_the_source_and_the_fix(
         "telemetry.sources[1] (mlflow): MLFLOW_TRACKING_USERNAME is set but "
         "MLFLOW_TRACKING_PASSWORD is not; MLflow basic auth needs both: " + fix
     )
+    env.setenv("MLFLOW_TRACKING_TOKEN", "a-bearer-token")  # half a pair and a token: the token
+    assert message().startswith(where + "the server asks for a user and password")
+    env.delenv("MLFLOW_TRACKING_TOKEN")
     env.delenv("MLFLOW_TRACKING_USERNAME")
     basic = (
         "the server asks for a user and password (MLflow basic auth), {}; export "

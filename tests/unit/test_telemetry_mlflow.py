@@ -1,4 +1,4 @@
-"""MLflow SQLite tracking store -> canonical attempts: ids, statuses, times, metrics, bad input."""
+"""MLflow runs -> canonical attempts: ids, statuses, nesting, resources, credentials, errors."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from mlflow_store import VERSION, empty_store
 from pipeline.common.errors import InputError
 from pipeline.telemetry import mlflow
 from pipeline.telemetry.adapters import arrow_schema, read
+from pipeline.telemetry.mlflow_rest import credentials
 
 UTC = dt.UTC
 T0 = 1_790_000_000_000  # 2026-09-21T14:13:20Z in epoch ms
@@ -456,4 +457,63 @@ def test_every_resource_a_run_names_is_held(tmp_path: Path) -> None:
     assert error(path, resource_tags="instance_id") == (
         'src: options.resource_tags must be a list of tag names: resource_tags = ["instance_id", '
         '"volume_ids", "checkpoint_bucket"]'
+    )
+
+
+@pytest.mark.parametrize(
+    ("env", "options", "sent"),
+    [
+        ({}, {}, ("none", None)),
+        ({"MLFLOW_TRACKING_TOKEN": "t0k"}, {}, ("bearer", "Bearer t0k")),
+        (  # as the MLflow client: a user and password win over a token
+            {
+                "MLFLOW_TRACKING_USERNAME": "u",
+                "MLFLOW_TRACKING_PASSWORD": "p",
+                "MLFLOW_TRACKING_TOKEN": "t",
+            },
+            {},
+            ("basic", "Basic dTpw"),
+        ),
+        (
+            {"MLFLOW_TRACKING_USERNAME": "u", "MLFLOW_TRACKING_TOKEN": "t"},
+            {},
+            ("bearer", "Bearer t"),
+        ),
+        (  # a named token variable wins over the default user and password
+            {"MLFLOW_TRACKING_USERNAME": "u", "MLFLOW_TRACKING_PASSWORD": "p", "TOK": "t"},
+            {"token_env": "TOK"},
+            ("bearer", "Bearer t"),
+        ),
+        ({"U": "u", "P": "p"}, {"username_env": "U", "password_env": "P"}, ("basic", "Basic dTpw")),
+    ],
+)
+def test_credentials_follow_the_mlflow_client(
+    monkeypatch: pytest.MonkeyPatch, env: dict, options: dict, sent: tuple
+) -> None:
+    for name in ("MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD", "MLFLOW_TRACKING_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    found = credentials(options, "src")
+    assert (found.kind, found.header) == sent
+
+
+def test_credential_settings_that_cannot_work_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD", "MLFLOW_TRACKING_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(InputError) as raised:
+        credentials({"token_env": "T", "username_env": "U"}, "src")
+    assert str(raised.value) == (
+        "src: set options.token_env (a bearer token) or options.username_env and "
+        "options.password_env (MLflow basic auth), not both"
+    )
+    monkeypatch.setenv("MLFLOW_TRACKING_PASSWORD", "p")
+    with pytest.raises(InputError) as raised:
+        credentials({}, "src")
+    assert str(raised.value) == (
+        "src: MLFLOW_TRACKING_PASSWORD is set but MLFLOW_TRACKING_USERNAME is not; MLflow basic "
+        "auth needs both: export MLFLOW_TRACKING_USERNAME=<user> and "
+        "MLFLOW_TRACKING_PASSWORD=<password> where runcost runs (a user with READ on the "
+        "experiments), or set options.username_env and options.password_env to the variables "
+        "that hold them"
     )
