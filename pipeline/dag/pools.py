@@ -94,8 +94,22 @@ def pool_models(config: Config) -> list[Model]:
 
 
 def log_pool_warnings(con: duckdb.DuckDBPyConnection) -> None:
-    """Warn, naming the pool, about lines several pools select and pools whose driver found no
-    usage data (those lines stay unallocated as pool_driver_no_usage)."""
+    """Warn, naming the pool, about selectors that match no line, lines several pools select,
+    and pools whose driver found no usage data (those lines stay unallocated as
+    pool_driver_no_usage)."""
+    for name, selector in con.execute(
+        "select pools.pool_name, pools.selector from config.pools as pools "
+        "where not exists (select 1 from allocation.pool_line_matches as matches "
+        "where matches.pool_order = pools.pool_order) order by pools.pool_order"
+    ).fetchall():
+        # a service not used this month is no error; a misspelt selector looks the same
+        log.warning(
+            "pool %s: selector %s matches no cost line, so the pool shares nothing; if the "
+            "bill has such lines, fix the selector (it is a condition on normalized.cost_lines)",
+            name,
+            selector,
+            extra={"stage": "build"},
+        )
     for row in con.execute(
         "select pool_name, overlapping_pool_name, sum(cost_lines) "
         "from marts.pool_overlaps group by all order by all"
