@@ -15,7 +15,7 @@ from sqlglot import exp
 from pipeline.common.duck import connect, literal
 from pipeline.common.errors import RuncostError
 from pipeline.config.loader import load_config
-from pipeline.warehouse.snapshots import DATABASE_NAME, reader_settings
+from pipeline.warehouse.snapshots import DATABASE_NAME, reader_settings, snapshots_folder
 
 READ_STATEMENTS = "select, with, from, values, pivot, unpivot, describe, show, summarize, explain"
 # Statement kinds a read can be made of. Anything else, and any of _WRITES anywhere inside one,
@@ -96,7 +96,7 @@ def _snapshot_folders(con: duckdb.DuckDBPyConnection, database: Path) -> list[Pa
     except duckdb.Error:
         return []
     # relative to the database's folder (absolute in snapshots published before DuckDB 1.x views)
-    return [(database.parent / str(row[0])).resolve().parent] if row and row[0] else []
+    return [snapshots_folder(database, str(row[0]))] if row and row[0] else []
 
 
 def refuse_output_inside(output: Path, warehouse: Path) -> None:

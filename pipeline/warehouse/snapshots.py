@@ -12,6 +12,8 @@ from pathlib import Path
 
 import duckdb
 
+from pipeline.common.errors import RuncostError
+
 log = logging.getLogger("runcost")
 
 DATABASE_NAME = "runcost.duckdb"
@@ -64,6 +66,35 @@ def reader_settings(database: Path) -> dict[str, str | int | bool]:
     return {"file_search_path": str(database.parent.absolute())}
 
 
+class OutsideSnapshot(RuncostError):
+    """A runcost.duckdb whose recorded snapshot folder lies outside its warehouse's snapshots."""
+
+
+def snapshots_folder(database: Path, recorded: str) -> Path:
+    """The snapshots folder holding the snapshot ``database`` records (its views read there).
+
+    It must be the warehouse's own snapshots/ (the database's folder's); a database outside a
+    warehouse (runcost sql --as-of writes one) may name a snapshot of another warehouse. A
+    folder anywhere else (``../../..``) is refused: readers may read where it lies.
+    """
+    home = database.parent.resolve()
+    folder = (database.parent / recorded).resolve()
+    own = home / "snapshots"
+    if own.is_dir():
+        inside = folder.parent == own
+    else:
+        inside = (
+            folder.parent.name == "snapshots" and (folder.parent.parent / CURRENT_NAME).is_file()
+        )
+    if not inside:
+        raise OutsideSnapshot(
+            f"{database}: its recorded snapshot folder {recorded} is outside {own}; a "
+            f"{DATABASE_NAME} reads only its warehouse's snapshots. Run `runcost run`, which "
+            "rewrites it from the snapshot CURRENT names"
+        )
+    return folder.parent
+
+
 def snapshot_record(folder: Path) -> dict | None:
     """snapshot.json of a published snapshot (None for snapshots written before it existed)."""
     path = folder / SNAPSHOT_RECORD
@@ -87,8 +118,14 @@ def database_snapshot(warehouse: Path, name: str = DATABASE_NAME) -> tuple[str, 
         return None
     finally:
         con.close()
+    if not row:
+        return None
+    try:  # a folder outside the warehouse: this database serves nothing of it
+        snapshots_folder(database, str(row[1]))
+    except OutsideSnapshot:
+        return None
     # the folder is relative to the warehouse (older databases: absolute)
-    return (str(row[0]), str(warehouse / str(row[1]))) if row else None
+    return (str(row[0]), str(warehouse / str(row[1])))
 
 
 def unchanged_snapshot(
