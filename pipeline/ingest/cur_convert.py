@@ -19,8 +19,9 @@ import pyarrow.parquet as pq
 
 from pipeline.common.duck import connect, identifier, literal
 from pipeline.common.errors import InputError
-from pipeline.ingest.cur_values import FIX
+from pipeline.ingest.cur_values import FIX, WHOLE_COPY
 from pipeline.ingest.legacy_cur import LegacyHeader, is_legacy_header, map_header
+from pipeline.ingest.unreadable import GZIP_ERRORS, check_gzip, damaged
 from pipeline.ingest.utf8 import check_utf8
 from pipeline.ingest.value_rules import refused
 from schemas import aws_cur2
@@ -67,6 +68,8 @@ def read_header(path: Path, kind: str, where: str | None = None) -> list[str]:
         except UnicodeDecodeError as error:
             check_utf8(path, kind == "gzip", where or str(path), _CSV)
             raise InputError(f"{where or path}: cannot read the CSV header ({error})") from error
+        except GZIP_ERRORS as error:
+            raise damaged(where or str(path), error, WHOLE_COPY) from error
         except (OSError, EOFError, csv.Error) as error:
             raise InputError(f"{where or path}: cannot read the CSV header ({error})") from error
     return [name.strip() for name in first]
@@ -218,6 +221,10 @@ def _run(source: Path, kind: str, plan: _Plan, target: Path, where: str) -> int:
                 rows += table.num_rows
     except duckdb.Error as error:
         target.unlink(missing_ok=True)
+        if kind == "parquet":
+            raise damaged(where, error, WHOLE_COPY) from error
+        if kind == "gzip":
+            check_gzip(source, where, WHOLE_COPY)
         if kind != "parquet":
             check_utf8(source, kind == "gzip", where, _CSV)
             _refuse_bad_cell(con, reader, plan, where)
@@ -261,6 +268,8 @@ def _unzip(source: Path, target: Path, where: str) -> Path:
                 raise InputError(f"{where}: a legacy CUR .zip must hold exactly one CSV file")
             with archive.open(members[0]) as inner, target.open("wb") as out:
                 shutil.copyfileobj(io.BufferedReader(inner), out, 1 << 20)  # type: ignore[arg-type]
+    except GZIP_ERRORS as error:  # a deflate stream cut short inside the archive
+        raise damaged(where, error, WHOLE_COPY) from error
     except zipfile.BadZipFile as error:
         raise InputError(f"{where}: not a readable .zip file ({error}); re-deliver it") from error
     return target

@@ -14,10 +14,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+import duckdb
+
 from pipeline.common.duck import connect, identifier, literal
 from pipeline.common.errors import InputError
 from pipeline.ingest import precision, value_rules
 from pipeline.ingest.cur_validate import MONEY_COLUMNS
+from pipeline.ingest.unreadable import reading
 from pipeline.ingest.value_rules import AFRESH, Rule
 from schemas import aws_cur2
 
@@ -44,6 +47,12 @@ QUANTITIES = frozenset(
 )
 LINE_ID, INTERVAL = "identity_line_item_id", "identity_time_interval"
 FIX = "Fix the export (re-deliver the file as AWS wrote it, or correct the copy)"
+# a file AWS wrote whole but that arrived damaged: AWS rewrites a period's files with each
+# delivery, so the next one replaces it
+WHOLE_COPY = (
+    "re-deliver the file as AWS wrote it (copy it again from the export's bucket, or wait for "
+    "the export's next delivery of the period, which replaces it)"
+)
 
 
 @dataclass(frozen=True)
@@ -78,27 +87,29 @@ def check_values(files: list[DataFile]) -> bool:
     con = connect()
     try:
         for file in files:
-            reader = f"read_parquet({literal(file.path)}, file_row_number = true)"
-            types = {
-                str(row[0]): str(row[1])
-                for row in con.execute(f"describe select * from {reader}").fetchall()
-            }
-            money = {name: kind for name, kind in types.items() if name in MONEY_COLUMNS}
-            flags = [precision.may_round(identifier(name), kind) for name, kind in money.items()]
-            # a money column of another kind than DOUBLE is read whole by the note on rounding
-            may_round = may_round or None in flags
-            flagged = " or ".join(flag for flag in flags if flag) or None
-            bad, marked = value_rules.scan_values(
-                con, reader, "file_row_number", rules(types), flagged
-            )
-            if bad is not None:
-                raise value_rules.refusal(file.where, file.row(bad.row), bad, FIX)
-            may_round = may_round or marked > 0
-            if LINE_ID in types and INTERVAL in types:
-                _duplicates(con, reader, file)
+            with reading(file.where, WHOLE_COPY):
+                may_round = _check_file(con, file) or may_round
     finally:
         con.close()
     return may_round
+
+
+def _check_file(con: duckdb.DuckDBPyConnection, file: DataFile) -> bool:
+    reader = f"read_parquet({literal(file.path)}, file_row_number = true)"
+    types = {
+        str(row[0]): str(row[1])
+        for row in con.execute(f"describe select * from {reader}").fetchall()
+    }
+    money = {name: kind for name, kind in types.items() if name in MONEY_COLUMNS}
+    flags = [precision.may_round(identifier(name), kind) for name, kind in money.items()]
+    flagged = " or ".join(flag for flag in flags if flag) or None
+    bad, marked = value_rules.scan_values(con, reader, "file_row_number", rules(types), flagged)
+    if bad is not None:
+        raise value_rules.refusal(file.where, file.row(bad.row), bad, FIX)
+    if LINE_ID in types and INTERVAL in types:
+        _duplicates(con, reader, file)
+    # a money column of another kind than DOUBLE is read whole by the note on rounding
+    return None in flags or marked > 0
 
 
 def rules(types: dict[str, str]) -> list[Rule]:

@@ -17,6 +17,7 @@ from pipeline.common.duck import identifier, literal
 from pipeline.common.errors import InputError
 from pipeline.ingest import value_rules
 from pipeline.ingest.precision import note_rounding
+from pipeline.ingest.unreadable import GZIP_ERRORS, check_gzip, damaged, reading
 from pipeline.ingest.utf8 import check_utf8
 from schemas import focus
 
@@ -37,6 +38,12 @@ _MONEY = (
     "as 12.5, -0.0000004 or 8e-7 (no currency symbol, no thousands separator, not NaN or Infinity)"
 )
 _UTF8 = "runcost reads FOCUS CSV as UTF-8 text"
+# a file the provider wrote whole that arrived damaged: a FOCUS export rewrites the period's
+# files with each delivery
+WHOLE_COPY = (
+    "copy the file again from the export, or export it again (the export's next delivery of "
+    "the period replaces it)"
+)
 _HOW = {
     "decimal": "plain decimal text such as 12.5, -0.0000004 or 8e-7 (no currency symbol, no "
     "thousands separator)",
@@ -116,8 +123,9 @@ def _load_text(con: duckdb.DuckDBPyConnection, path: Path) -> list[str]:
                 f"describe select * from read_parquet({literal(str(path))})"
             ).fetchall()
         except duckdb.Error as error:
+            detail = " ".join(str(error).split()).split(" LINE 1: ")[0]
             raise InputError(
-                f"{path}: not a readable Parquet file ({error}); copy it again"
+                f"{path}: not a readable Parquet file ({detail}); {WHOLE_COPY}"
             ) from error
         names = [row[0] for row in described]
         columns = [
@@ -127,11 +135,12 @@ def _load_text(con: duckdb.DuckDBPyConnection, path: Path) -> list[str]:
             for column, kind, *_ in described
         ]
         _check_names(names, path)
-        con.execute(
-            f"create or replace temp table {_TEXT} as select {', '.join(columns)}, "
-            f"file_row_number as {_LINE} "
-            f"from read_parquet({literal(str(path))}, file_row_number = true)"
-        )
+        with reading(str(path), WHOLE_COPY):
+            con.execute(
+                f"create or replace temp table {_TEXT} as select {', '.join(columns)}, "
+                f"file_row_number as {_LINE} "
+                f"from read_parquet({literal(str(path))}, file_row_number = true)"
+            )
         return names
     names = _csv_header(path)
     _check_names(names, path)
@@ -146,6 +155,8 @@ def _load_text(con: duckdb.DuckDBPyConnection, path: Path) -> list[str]:
             ),
         )
     except (pa.ArrowInvalid, OSError) as error:
+        if path.name.lower().endswith(".gz"):
+            check_gzip(path, str(path), WHOLE_COPY)
         check_utf8(path, path.name.lower().endswith(".gz"), str(path), _UTF8)
         raise InputError(
             f"{path}: not a readable CSV file ({error}); FOCUS CSV has one header row and "
@@ -163,6 +174,8 @@ def _csv_header(path: Path) -> list[str]:
         opener = gzip.open if path.name.lower().endswith(".gz") else open
         with opener(path, "rb") as raw, io.TextIOWrapper(raw, "utf-8-sig", newline="") as text:
             return next(csv.reader(text), [])
+    except GZIP_ERRORS as error:
+        raise damaged(str(path), error, WHOLE_COPY) from error
     except (OSError, UnicodeDecodeError, csv.Error) as error:
         if isinstance(error, UnicodeDecodeError):
             check_utf8(path, path.name.lower().endswith(".gz"), str(path), _UTF8)

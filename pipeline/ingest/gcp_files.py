@@ -25,7 +25,7 @@ from pipeline.ingest.gcp_ndjson import FIX, read_ndjson
 from pipeline.ingest.gcp_values import check_table, is_final
 from pipeline.ingest.precision import note_rounding
 from pipeline.ingest.redelivery import check_shrink
-from pipeline.ingest.value_rules import check_distinct_files
+from pipeline.ingest.value_rules import AFRESH, check_distinct_files
 from pipeline.warehouse.raw_store import Delivery, RawStore, sha256_file
 from schemas import gcp_billing
 
@@ -149,9 +149,11 @@ def _read_parquet(path: Path) -> pa.Table:
     try:
         return pq.read_table(path)
     except (pa.ArrowException, OSError) as error:
+        detail = " ".join(str(error).split())
         raise InputError(
-            f"{path}: not a readable Parquet file ({error}); extract the table again with "
-            "destination_format PARQUET"
+            f"{path}: not a readable Parquet file ({detail}), so the copy is damaged or cut "
+            "short, or not Parquet: extract the table again with destination_format PARQUET "
+            f"(or copy the file again) and run again; {AFRESH}"
         ) from error
 
 

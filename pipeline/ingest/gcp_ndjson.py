@@ -19,18 +19,28 @@ from typing import Any
 import pyarrow as pa
 
 from pipeline.common.errors import InputError
-from pipeline.ingest.value_rules import MONEY_WANTED, refused
+from pipeline.ingest.utf8 import check_utf8
+from pipeline.ingest.value_rules import AFRESH, MONEY_WANTED, refused
 from schemas import gcp_billing
 
 log = logging.getLogger("runcost")
 
 FIX = "Fix the extract (extract the export table again with a BigQuery extract job, or correct "
 FIX += "the copy)"
+WHOLE_EXTRACT = "extract the export table again (or copy the file again)"
 TIME_WANTED = "a timestamp such as '2026-10-12 10:00:00 UTC' or ISO 8601"
 
 
 def read_ndjson(path: Path, partition_columns: tuple[str, ...]) -> tuple[pa.Table, list[int]]:
     """The file typed by the export schema, and the file line of each row (blank lines skip)."""
+    try:
+        return _read(path, partition_columns)
+    except UnicodeDecodeError as error:
+        check_utf8(path, False, str(path), "BigQuery extract jobs write NDJSON in UTF-8")
+        raise InputError(f"{path}: not UTF-8 text ({error})") from error
+
+
+def _read(path: Path, partition_columns: tuple[str, ...]) -> tuple[pa.Table, list[int]]:
     rows: list[dict[str, Any]] = []
     lines: list[int] = []
     columns: dict[str, None] = {}
@@ -42,6 +52,12 @@ def read_ndjson(path: Path, partition_columns: tuple[str, ...]) -> tuple[pa.Tabl
             try:
                 record = json.loads(text)
             except json.JSONDecodeError as error:
+                if not text.endswith("\n"):  # the last line, without its newline
+                    raise InputError(
+                        f"{path}: row {number}: cut short (not JSON: "
+                        f"{error.msg}), so the copy is damaged or truncated: {WHOLE_EXTRACT} "
+                        f"and run again; {AFRESH}"
+                    ) from error
                 raise InputError(
                     f"{path}: row {number}: not JSON ({error.msg}); the file must be "
                     "newline-delimited JSON, one export row per line"
