@@ -157,7 +157,8 @@ def load_config(path: Path | str | None = None) -> Config:
             "`runcost scenario DIR` to write an example runcost.toml"
         )
     try:
-        data = tomllib.loads(config_path.read_text(encoding="utf-8"))
+        # utf-8-sig: Windows editors (Notepad) may start the file with a byte order mark
+        data = tomllib.loads(config_path.read_text(encoding="utf-8-sig"))
     except tomllib.TOMLDecodeError as error:
         raise ConfigError(f"{config_path}: not valid TOML: {error}") from error
     return parse_config(data, base=config_path.resolve().parent, path=config_path)

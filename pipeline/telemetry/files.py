@@ -86,11 +86,31 @@ def _accepted(name: str) -> str:
     return ", ".join(names[:-1]) + f" or {names[-1]}"
 
 
+def _refuse_not_a_file(path: Path, name: str) -> None:
+    """A directory, a named pipe or a dangling link where the dataset's file belongs."""
+    if path.is_file() or not (path.exists() or path.is_symlink()):
+        return
+    if path.is_dir():
+        what = "is a directory, not a file"
+        fix = f"remove or rename the directory and write the {name} rows to the file {path.name}"
+    elif path.exists():
+        what = "is not a regular file (a named pipe, socket or device)"
+        fix = f"write the {name} rows to a regular file {path.name} instead"
+    else:
+        what = f"is a symbolic link to {path.readlink()}, which does not exist"
+        fix = f"point the link at the {name} file, or copy the file here"
+    raise InputError(
+        f"{path}: {what}; runcost reads the {name} dataset from one regular file: {fix}"
+    )
+
+
 def find_files(folder: Path) -> dict[str, Path]:
     """Dataset name -> its one file in the folder; attempts is required, the others optional."""
     found: dict[str, Path] = {}
     for name in DATASETS:
         paths = [folder / f"{name}{suffix}" for suffix in SUFFIXES]
+        for path in paths:
+            _refuse_not_a_file(path, name)
         paths = [path for path in paths if path.is_file()]
         if len(paths) > 1:
             names = " and ".join(path.name for path in paths)
