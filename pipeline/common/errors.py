@@ -40,11 +40,14 @@ class CheckFailed(RuncostError):
         self,
         failures: list[tuple[str, list[str], list[tuple], int]],
         build_database: str | None = None,
+        causes: dict[str, str] | None = None,
     ) -> None:
+        """``causes``: check name -> the input that breaks it (file, row, column, fix)."""
         self.failures = failures
         lines = []
         for name, columns, rows, total in failures:
-            lines.append(f"check {name} failed: {total} row(s) break it; first rows:")
+            cause = f", because {causes[name]}" if causes and name in causes else ""
+            lines.append(f"check {name} failed: {total} row(s) break it{cause}; first rows:")
             lines.append("  " + " | ".join(columns))
             lines.extend("  " + " | ".join(str(value) for value in row) for row in rows[:5])
         lines.append("nothing was published; the previous snapshot stays current")

@@ -21,6 +21,7 @@ from pipeline.dag.engines.factory import open_engine
 from pipeline.dag.models import Model, discover
 from pipeline.dag.pools import pool_models
 from pipeline.run import stages
+from pipeline.run.check_causes import failure_causes
 from pipeline.run.events import STAGES, Checkpoint, Events, Progress, RunEvent
 from pipeline.run.history import load_previous, previous_folder, register_deliveries, set_clock
 from pipeline.run.invoices import load_invoices
@@ -150,7 +151,8 @@ def _run(
         if report.check_failures:
             manifest.finish("failed_checks", events.rounded())
             manifest.write(run_dir)
-            raise CheckFailed(report.check_failures, str(database_path))
+            causes = failure_causes(con, report.check_failures) if outcome.in_connection else {}
+            raise CheckFailed(report.check_failures, str(database_path), causes)
 
         if outcome.catalog is not None:
             con.close()
