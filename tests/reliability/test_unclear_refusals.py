@@ -3,15 +3,23 @@ delivery, file, rows and column to fix; a run that failed is recorded failed."""
 
 from __future__ import annotations
 
+import errno
+import json
 import re
 from pathlib import Path
 
 import pyarrow as pa
+import pytest
 from click.testing import CliRunner
 from test_refusals import one_error, redeliver, world
-from worlds import manifests, published_hashes
+from test_status import status
+from worlds import make_world, manifests, published_hashes, run_in_process
 
 from pipeline.cli.app import main
+from pipeline.config.loader import load_config
+from pipeline.run import recovery
+from pipeline.warehouse import publish as publish_module
+from pipeline.warehouse.lock import WarehouseLock
 
 PARENT = "i-0a2b4c6d8e0f10061"  # the EC2 instance the scenario's EKS pods split
 
@@ -53,3 +61,56 @@ def test_null_resource_ids_on_split_parents_name_the_rows_and_the_fix(
     assert (warehouse / "CURRENT").read_text(encoding="utf-8") == pointer
     assert published_hashes(warehouse) == before
     assert manifests(warehouse)[-1]["status"] == "failed_checks"
+
+
+def test_a_run_that_could_not_record_its_failure_shows_failed(
+    tmp_path: Path, template: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """A full disk fails the publish and then the write of the failed record: the record on
+    disk still says running, and status says the run failed, not that it is running."""
+    config = make_world(tmp_path / "world", template)
+    warehouse = load_config(config).warehouse
+
+    def no_space(*args: object, **kwargs: object) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(publish_module, "write_views", no_space)
+    monkeypatch.setattr(recovery, "write_manifest", no_space)
+    result = CliRunner().invoke(main, ["run", "--config", str(config)])
+    assert result.exit_code == 1
+    (record,) = manifests(warehouse)
+    assert record["status"] == "running", "the failure could not be recorded"
+
+    found = json.loads(status(config, "--format", "json"))
+    assert found["running"] is None
+    assert found["last_run"]["status"] == "failed"
+    error = (
+        f"crashed or stopped: the process (pid {record['pid']}) is gone without recording how "
+        "the run ended (killed, or the disk was full); see its log for the error, free disk "
+        "space if it is full, and run again (the next run records it as interrupted)"
+    )
+    assert found["last_run"]["error"] == error
+    text = " ".join(status(config).split())  # the terminal wraps long lines
+    assert f"last run: {record['run_id']}: failed, started {record['started_at']}" in text
+    assert f"error: {error} checks: 0 of 0 passed" in text
+
+    monkeypatch.undo()
+    assert run_in_process(config) == "published", "the next run goes through"
+    assert [item["status"] for item in manifests(warehouse)] == ["interrupted", "published"]
+
+
+def test_a_run_holding_the_lock_is_still_running(tmp_path: Path, template: Path):
+    config = make_world(tmp_path / "world", template)
+    warehouse = load_config(config).warehouse
+    run_dir = warehouse / "runs" / "20261101T000000000000Z-abcdef"
+    run_dir.mkdir(parents=True)
+    record = {"run_id": run_dir.name, "status": "running", "started_at": "2026-11-01T00:00:00"}
+    (run_dir / "manifest.json").write_text(json.dumps({**record, "pid": 1}), encoding="utf-8")
+
+    with WarehouseLock(warehouse, timeout=0, run_id=run_dir.name):
+        held = json.loads(status(config, "--format", "json"))["last_run"]
+    gone = json.loads(status(config, "--format", "json"))["last_run"]
+
+    assert (held["status"], "error" in held) == ("running", False)
+    assert gone["status"] == "failed"
+    assert gone["error"].startswith("crashed or stopped: the process (pid 1) is gone ")

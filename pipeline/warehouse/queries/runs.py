@@ -8,8 +8,17 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from pipeline.warehouse.lock import running_holder
+
 # the manifest keys that say how a run ended, copied when the run recorded them
 _ENDING = ("started_at", "finished_at", "error", "unchanged_from")
+# a record still saying running while no run holds the lock: the process ended without
+# recording its outcome (killed, or the disk was full when it tried)
+GONE = (
+    "crashed or stopped: the process (pid {pid}) is gone without recording how the run ended "
+    "(killed, or the disk was full); see its log for the error, free disk space if it is full, "
+    "and run again (the next run records it as interrupted)"
+)
 
 
 @dataclass(frozen=True)
@@ -80,13 +89,25 @@ def last_run(manifest: Path) -> LastRun:
         record = json.loads(manifest.read_text(encoding="utf-8"))
     except (OSError, ValueError) as error:
         return LastRun(run_id=manifest.parent.name, status=f"unreadable manifest: {error}")
+    ending = {key: record[key] for key in _ENDING if key in record}
+    status = record["status"]
+    if status == "running" and not _holds_the_lock(manifest.parent.parent.parent, record):
+        status = "failed"
+        ending["error"] = GONE.format(pid=record.get("pid", "?"))
     return LastRun(
         run_id=record["run_id"],
-        status=record["status"],
-        **{key: record[key] for key in _ENDING if key in record},
+        status=status,
+        **ending,
         checks=record.get("checks") or {},
         stage_seconds=record.get("stage_seconds") or {},
     )
+
+
+def _holds_the_lock(warehouse: Path, record: dict[str, Any]) -> bool:
+    """Whether the run a manifest records as running holds the warehouse lock now: a run holds
+    it from before its record is written until after it records how it ended."""
+    holder = running_holder(warehouse)
+    return holder is not None and holder.run_id in (None, record.get("run_id"))
 
 
 def run_outcome(manifest: Path) -> RunOutcome:
