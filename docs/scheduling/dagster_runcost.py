@@ -1,7 +1,12 @@
-"""Dagster: the published runcost snapshot as an asset, materialized by `runcost run` nightly."""
+"""Dagster: the published runcost snapshot as an asset, materialized by `runcost run` nightly.
 
-from __future__ import annotations
+Runs as: the user of the Dagster daemon and code server on the runcost machine, which must be
+`runcost`, the owner of /srv/runcost (nightly.sh refuses any other user): the asset runs
+nightly.sh from their process, as their user.
+"""
 
+# No `from __future__ import annotations`: Dagster reads the `context` annotation when the asset
+# is defined, and a string annotation fails with "Cannot annotate `context` parameter".
 import json
 import subprocess
 from pathlib import Path
