@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from pipeline.common.errors import ModelError
@@ -53,3 +54,23 @@ class Macro:
                 continue
             values[name] = value if name in self.relations else f"({value})"
         return self.body.format(**values)
+
+
+def relation_columns(name: str, columns: Iterable[str]) -> Macro:
+    """`name(relation)`: the relation's ``columns``, for a select list or a group by."""
+    return Macro(
+        name,
+        ("relation",),
+        ", ".join(f"{{relation}}.{column}" for column in columns),
+        relations=("relation",),
+    )
+
+
+def same_columns(name: str, columns: Iterable[str]) -> Macro:
+    """`name(left, right)`: two relations' rows equal on each of ``columns`` (a join condition)."""
+    return Macro(
+        name,
+        ("left", "right"),
+        "(" + " and ".join(f"{{left}}.{column} = {{right}}.{column}" for column in columns) + ")",
+        relations=("left", "right"),
+    )

@@ -13,7 +13,8 @@ import re
 
 from pipeline.common.errors import ModelError
 from pipeline.common.money import MONEY_SQL
-from pipeline.dag.basis_macros import BASIS_MACROS
+from pipeline.dag.basis_macros import BASES, BASIS_MACROS
+from pipeline.dag.key_macros import KEY_MACROS
 from pipeline.dag.macro import Macro
 from pipeline.dag.partitions import PARTITION, PARTITIONS
 from pipeline.dag.profile_macros import FOCUS_UNIT, LINE_PROFILE_COLUMNS, PROFILE_MACROS
@@ -97,8 +98,7 @@ LINE_CHECKSUMS = Macro(
     "line_checksums",
     ("relation",),
     ", ".join(
-        f"sum({{relation}}.{basis}_cost * {_LINE_WEIGHT}) as {basis}_checksum"
-        for basis in ("billed", "effective", "list", "net")
+        f"sum({{relation}}.{basis}_cost * {_LINE_WEIGHT}) as {basis}_checksum" for basis in BASES
     ),
     relations=("relation",),
 )
@@ -119,6 +119,27 @@ FIRST_TAG_VALUE = Macro(
     "lambda tag_value: coalesce(tag_value, '') <> '')[1] end)",
 )
 
+# The keys a line's tags are searched under for an attempt's or an experiment's tag ('attempt' or
+# 'experiment'), as [attribution] configures them (DESIGN.md section 7): CUR's normalized
+# resource_tags keys for an AWS CUR line, the keys as written (labels, FOCUS Tags) for the others.
+ATTRIBUTION_TAG_KEYS = Macro(
+    "attribution_tag_keys",
+    ("source_format", "settings", "kind"),
+    "(case when {source_format} = 'aws_cur' then {settings}.{kind}_tag_keys "
+    "else {settings}.{kind}_label_keys end)",
+    relations=("settings",),
+    words=("kind",),
+)
+
+# The experiments a tag may name: those an attempt belongs to and those the experiments table
+# lists (an experiment without attempts yet still takes its tagged lines), as a relation.
+KNOWN_EXPERIMENTS = Macro(
+    "known_experiments",
+    (),
+    "(select attempts.experiment_id from staging.attempts as attempts "
+    "union select experiments.experiment_id from staging.experiments as experiments)",
+)
+
 # Rows a model partitioned by resource computes whole in one pass, the first (rows that no
 # resource splits, such as a line placed by its tag): with in_resource_partition on its other
 # rows, the passes' union is the model.
@@ -130,6 +151,12 @@ IN_ALLOCATION_MODEL = Macro(
     "in_allocation_model",
     ("allocation_models", "allocation_model"),
     "({allocation_models} in ('both', {allocation_model}))",
+)
+
+# The allocation models (DESIGN.md section 8), one row each: a reader expands the stored slices'
+# sums to the models by joining them on in_allocation_model, or lists every attempt under each.
+ALLOCATION_MODELS = Macro(
+    "allocation_models", (), "(select unnest(['marginal', 'fully_loaded']) as allocation_model)"
 )
 
 # The part of that rule a reader joins on its own: the slice belongs to both models (not only to
@@ -149,60 +176,14 @@ UNATTRIBUTED = Macro(
     ),
 )
 
-# Two relations' rows of the same billing period: one provider's account's period (DESIGN.md section
-# 10). A line without an account (NULL) belongs to the period of the lines without one.
-_SAME_PERIOD = (
-    "{left}.provider = {right}.provider "
-    "and {left}.billing_account_id is not distinct from {right}.billing_account_id "
-    "and {left}.billing_period = {right}.billing_period"
-)
-SAME_BILLING_PERIOD = Macro(
-    "same_billing_period", ("left", "right"), f"({_SAME_PERIOD})", relations=("left", "right")
-)
-
-# Two relations' rows of the same ledger: a billing period in one currency, the grain a bill is
-# reconciled at (DESIGN.md section 9).
-SAME_LEDGER = Macro(
-    "same_ledger",
-    ("left", "right"),
-    f"({_SAME_PERIOD} "
-    "and {left}.billing_currency is not distinct from {right}.billing_currency)",
-    relations=("left", "right"),
-)
-
-# Two relations' rows of one profile in one billing period: a line's provider, account and currency
-# are its profile's (normalized.cost_line_profiles), so lines and slices meet a period's facts on
-# (profile_key, billing_period) instead of carrying the profile's columns.
-SAME_PROFILE_PERIOD = Macro(
-    "same_profile_period",
-    ("left", "right"),
-    "({left}.profile_key = {right}.profile_key and {left}.billing_period = {right}.billing_period)",
-    relations=("left", "right"),
-)
-
-# A pool's window: a pool spreads the lines charged in one window over the attempts running in it,
-# so its weights, totals and shares are keyed by (pool_order, window_start, window_end).
-_WINDOW_KEYS = ("pool_order", "window_start", "window_end")
-POOL_WINDOW = Macro(
-    "pool_window",
-    ("relation",),
-    ", ".join(f"{{relation}}.{key}" for key in _WINDOW_KEYS),
-    relations=("relation",),
-)
-SAME_POOL_WINDOW = Macro(
-    "same_pool_window",
-    ("left", "right"),
-    "(" + " and ".join(f"{{left}}.{key} = {{right}}.{key}" for key in _WINDOW_KEYS) + ")",
-    relations=("left", "right"),
-)
-
 # A cost row of this snapshot (current) against the previous snapshot's (previous), outer-joined
-# on `key` and the allocation model: which sides hold it, and both sides' billed cost, unbilled
-# estimate and cost status. A snapshot from before estimates has no cost_status: everything in it
-# was billed.
+# on `key` and the allocation model (same_row_and_model): its key, which sides hold it, and both
+# sides' billed cost, unbilled estimate and cost status. A snapshot from before estimates has no
+# cost_status: everything in it was billed.
 SNAPSHOT_COST_PAIR = Macro(
     "snapshot_cost_pair",
     ("current", "previous", "key"),
+    "coalesce({current}.{key}, {previous}.{key}) as {key}, "
     "coalesce({current}.allocation_model, {previous}.allocation_model) as allocation_model, "
     "{previous}.{key} is not null as in_previous, "
     "{current}.{key} is not null as in_current, "
@@ -225,9 +206,22 @@ RESOURCE_FINDING_TOTALS = Macro(
     "min({relation}.billing_period) as billing_period, "
     "min({relation}.billing_currency) as billing_currency, "
     "sum({relation}.effective_cost) as effective_cost, "
-    "cast(sum(cast({relation}.idle_hours as decimal(38, 18))) as double) as idle_hours, "
+    "exact_double_sum({relation}.idle_hours) as idle_hours, "
     "list_sort(list_distinct(list({relation}.line_id))) as evidence_line_ids",
     relations=("relation",),
+)
+
+# A DOUBLE quantity (hours, seconds) summed through exact decimals of 18 places: a DOUBLE sum
+# depends on the order of the rows (threads, passes), this one does not, so a mart's hours are
+# the same on every run. exact_double_sum_where sums the rows that meet a condition.
+_EXACT_SUM = "cast(sum(cast({value} as decimal(38, 18))){where} as double)"
+EXACT_DOUBLE_SUM = Macro(
+    "exact_double_sum", ("value",), _EXACT_SUM.format(value="{value}", where="")
+)
+EXACT_DOUBLE_SUM_WHERE = Macro(
+    "exact_double_sum_where",
+    ("value", "condition"),
+    _EXACT_SUM.format(value="{value}", where=" filter (where {condition})"),
 )
 
 # The sum of a Google Cloud row's credits of one type (0 when it has none), over the row's own
@@ -250,7 +244,10 @@ MACROS = {
         IN_RESOURCE_PARTITION,
         IN_FIRST_PASS,
         FIRST_TAG_VALUE,
+        ATTRIBUTION_TAG_KEYS,
+        KNOWN_EXPERIMENTS,
         IN_ALLOCATION_MODEL,
+        ALLOCATION_MODELS,
         IN_BOTH_ALLOCATION_MODELS,
         LINE_CHECKSUMS,
         LINE_PROFILE_COLUMNS,
@@ -258,14 +255,12 @@ MACROS = {
         FOCUS_UNIT,
         GCP_CREDITS_OF_TYPE,
         UNATTRIBUTED,
-        SAME_BILLING_PERIOD,
-        SAME_LEDGER,
-        SAME_PROFILE_PERIOD,
-        POOL_WINDOW,
+        EXACT_DOUBLE_SUM,
+        EXACT_DOUBLE_SUM_WHERE,
         SNAPSHOT_COST_PAIR,
         RESOURCE_FINDING_TOTALS,
-        SAME_POOL_WINDOW,
         *BASIS_MACROS,
+        *KEY_MACROS,
     )
 }
 _CALL = re.compile(r"\b(" + "|".join(MACROS) + r")\s*\(", re.IGNORECASE)

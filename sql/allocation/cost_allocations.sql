@@ -21,10 +21,7 @@ cost_lines as (
 
 final as (
     select
-        model_slices.allocation_model,
-        model_slices.line_id,
-        model_slices.allocation_kind,
-        model_slices.attempt_id,
+        slice_key(model_slices),  -- noqa: AL03, RF02
         model_slices.experiment_id,
         model_slices.attribution_method,
         model_slices.confidence,

@@ -6,10 +6,6 @@ with cost_slices as (
     select * from allocation.cost_slices
 ),
 
-allocation_models as (
-    select unnest(['marginal', 'fully_loaded']) as allocation_model
-),
-
 final as (
     select
         allocation_models.allocation_model,
@@ -22,14 +18,11 @@ final as (
         cost_slices.pool_name,
         cost_slices.unallocated_reason,
         cost_slices.share,
-        cost_slices.provider,
-        cost_slices.billing_account_id,
-        cost_slices.billing_period,
-        cost_slices.billing_currency,
+        ledger_keys(cost_slices),  -- noqa: AL03, RF02
         bases(cost_slices),  -- noqa: AL03, RF02
         cost_slices.profile_key
     from cost_slices
-    inner join allocation_models
+    inner join allocation_models() as allocation_models
         on in_allocation_model(cost_slices.allocation_models, allocation_models.allocation_model)
 )
 

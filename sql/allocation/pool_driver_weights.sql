@@ -9,10 +9,7 @@
 with cost_lines as (
     select
         cost_lines.line_id,
-        cost_lines.charge_period_start,
-        cost_lines.charge_period_end,
-        cost_lines.billing_period_start,
-        cost_lines.billing_period_end
+        line_windows(cost_lines)  -- noqa: AL03
     from normalized.cost_line_facts as cost_lines
 ),
 
@@ -208,9 +205,7 @@ requested as (
         sum(held_requests.held_us * coalesce(held_requests.vcpu_count, 0)) as vcpu_us,
         sum(held_requests.held_us * coalesce(held_requests.memory_gib, 0)) as memory_us
     from held_requests
-    group by
-        pool_window(held_requests),  -- noqa: AL03
-        held_requests.attempt_id
+    group by all
 ),
 
 request_totals as (
@@ -283,8 +278,7 @@ attributed_costs as (
             and candidates.window_end > attempt_line_costs.charge_period_start
             and candidates.window_start < attempt_line_costs.charge_period_end
     where candidates.driver = 'cost_weighted'
-    group by
-        pool_window(candidates), candidates.attempt_id  -- noqa: RF02
+    group by all
 ),
 
 weighted as (

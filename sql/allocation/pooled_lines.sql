@@ -13,10 +13,7 @@ with remainders as (
 cost_lines as (
     select
         cost_lines.line_id,
-        cost_lines.charge_period_start,
-        cost_lines.charge_period_end,
-        cost_lines.billing_period_start,
-        cost_lines.billing_period_end
+        line_windows(cost_lines)  -- noqa: AL03
     from normalized.cost_line_facts as cost_lines
 ),
 

@@ -124,8 +124,7 @@ held_lines as (
     inner join held_windows
         on
             cost_lines.resource_id = held_windows.resource_id
-            and cost_lines.charge_period_start = held_windows.charge_period_start
-            and cost_lines.charge_period_end = held_windows.charge_period_end
+            and same_charge_period(cost_lines, held_windows)  -- noqa: RF02
     anti join tag_matches on cost_lines.line_id = tag_matches.line_id
     anti join split_lines on cost_lines.line_id = split_lines.line_id
     anti join excluded_lines on cost_lines.line_id = excluded_lines.line_id

@@ -173,12 +173,7 @@ window_overlaps as (
         max(hour_overlaps.gpu_count) as gpu_count
     from hour_overlaps
     where not hour_overlaps.sole_holder
-    group by
-        hour_overlaps.resource_id,
-        hour_overlaps.charge_period_start,
-        hour_overlaps.charge_period_end,
-        hour_overlaps.attempt_id,
-        hour_overlaps.experiment_id
+    group by all
     having sum(hour_overlaps.overlap_us) > 0
 ),
 

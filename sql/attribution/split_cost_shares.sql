@@ -23,9 +23,7 @@ attempts as (
 ),
 
 known_experiments as (
-    select attempts.experiment_id from attempts
-    union
-    select experiments.experiment_id from staging.experiments as experiments
+    select * from known_experiments()
 ),
 
 pods as (
@@ -41,11 +39,7 @@ pods as (
         sum(split_cost_lines.unused_cost) as unused_cost
     from split_cost_lines
     where split_cost_lines.parent_resource_id is not null
-    group by
-        split_cost_lines.parent_resource_id,
-        split_cost_lines.charge_period_start,
-        split_cost_lines.charge_period_end,
-        split_cost_lines.pod_resource_id
+    group by all
 ),
 
 placed_pods as (
@@ -71,12 +65,7 @@ groups as (
         sum(placed_pods.split_cost) as split_cost,
         sum(placed_pods.unused_cost) as unused_cost
     from placed_pods
-    group by
-        placed_pods.parent_resource_id,
-        placed_pods.charge_period_start,
-        placed_pods.charge_period_end,
-        placed_pods.attempt_id,
-        placed_pods.experiment_id
+    group by all
 ),
 
 hours as (
@@ -132,8 +121,7 @@ final as (
     inner join hours
         on
             instance_lines.resource_id = hours.parent_resource_id
-            and instance_lines.charge_period_start = hours.charge_period_start
-            and instance_lines.charge_period_end = hours.charge_period_end
+            and same_charge_period(instance_lines, hours)  -- noqa: RF02
     where hours.hour_total > 0 and coalesce(hours.placed_total, 0) > 0
 )
 

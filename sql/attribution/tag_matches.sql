@@ -18,9 +18,7 @@ attempts as (
 ),
 
 known_experiments as (
-    select attempts.experiment_id from attempts
-    union
-    select experiments.experiment_id from staging.experiments as experiments
+    select * from known_experiments()
 ),
 
 attempt_matches as (

@@ -7,10 +7,7 @@ with reconciliation as (
 final as (
     select
         reconciliation.allocation_model,
-        reconciliation.provider,
-        reconciliation.billing_account_id,
-        reconciliation.billing_period,
-        reconciliation.billing_currency,
+        ledger_keys(reconciliation),  -- noqa: AL03
         reconciliation.cost_basis,
         reconciliation.bill_total,
         reconciliation.difference

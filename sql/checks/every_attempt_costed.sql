@@ -8,16 +8,12 @@ attempt_costs as (
     select * from marts.attempt_costs
 ),
 
-allocation_models as (
-    select unnest(['marginal', 'fully_loaded']) as allocation_model
-),
-
 expected as (
     select
         attempts.attempt_id,
         allocation_models.allocation_model
     from attempts
-    cross join allocation_models
+    cross join allocation_models() as allocation_models
 ),
 
 counted as (
@@ -35,10 +31,7 @@ final as (
         expected.allocation_model,
         coalesce(counted.occurrences, 0) as occurrences
     from expected
-    left join counted
-        on
-            expected.attempt_id = counted.attempt_id
-            and expected.allocation_model = counted.allocation_model
+    left join counted on same_row_and_model(expected, counted, 'attempt_id')  -- noqa: RF02
     where coalesce(counted.occurrences, 0) <> 1
 )
 

@@ -4,10 +4,6 @@ with cost_slices as (
     select * from allocation.cost_slices
 ),
 
-allocation_models as (
-    select unnest(['marginal', 'fully_loaded']) as allocation_model
-),
-
 mixed_attempts as (
     -- attempts whose slices, of any model, are in more than one currency: only these can break the
     -- rule under a model, so only their slices are read again per model
@@ -34,7 +30,7 @@ final as (
         stored_currencies.attempt_id,
         count(distinct stored_currencies.billing_currency) as currencies
     from stored_currencies
-    inner join allocation_models
+    inner join allocation_models() as allocation_models
         on in_allocation_model(stored_currencies.allocation_models, allocation_models.allocation_model)
     group by allocation_models.allocation_model, stored_currencies.attempt_id
     having count(distinct stored_currencies.billing_currency) > 1

@@ -9,10 +9,7 @@ with model_slices as (
 
 final as (
     select
-        model_slices.allocation_model,
-        model_slices.line_id,
-        model_slices.allocation_kind,
-        model_slices.attempt_id,
+        slice_key(model_slices),  -- noqa: AL03
         model_slices.share
     from model_slices
     where model_slices.share < 0 or model_slices.share > 1 + 1e-9

@@ -18,10 +18,6 @@ profile_slice_sums as (
     select * from allocation.profile_slice_sums
 ),
 
-allocation_models as (
-    select unnest(['marginal', 'fully_loaded']) as allocation_model
-),
-
 line_sums as (
     select
         profile_line_sums.billing_period,
@@ -41,10 +37,7 @@ stored_sums as (
         profile_slice_sums.profile_key,
         sum_checksums(profile_slice_sums)  -- noqa: AL03
     from profile_slice_sums
-    group by
-        profile_slice_sums.allocation_models,
-        profile_slice_sums.billing_period,
-        profile_slice_sums.profile_key
+    group by all
 ),
 
 slice_sums as (
@@ -54,12 +47,9 @@ slice_sums as (
         stored_sums.profile_key,
         sum_checksums(stored_sums)  -- noqa: AL03, RF02
     from stored_sums
-    inner join allocation_models
+    inner join allocation_models() as allocation_models
         on in_allocation_model(stored_sums.allocation_models, allocation_models.allocation_model)
-    group by
-        allocation_models.allocation_model,
-        stored_sums.billing_period,
-        stored_sums.profile_key
+    group by all
 ),
 
 expected as (
@@ -67,7 +57,7 @@ expected as (
         allocation_models.allocation_model,
         line_sums.*
     from line_sums
-    cross join allocation_models
+    cross join allocation_models() as allocation_models
 ),
 
 final as (

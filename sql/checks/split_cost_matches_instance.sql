@@ -21,10 +21,7 @@ pod_hours as (
         sum(split_cost_lines.unused_cost) as unused_cost
     from split_cost_lines
     where split_cost_lines.parent_resource_id is not null
-    group by
-        split_cost_lines.parent_resource_id,
-        split_cost_lines.charge_period_start,
-        split_cost_lines.charge_period_end
+    group by all
 ),
 
 instance_hours as (
@@ -39,16 +36,12 @@ instance_hours as (
     semi join pod_hours
         on
             cost_lines.resource_id = pod_hours.parent_resource_id
-            and cost_lines.charge_period_start = pod_hours.charge_period_start
-            and cost_lines.charge_period_end = pod_hours.charge_period_end
+            and same_charge_period(cost_lines, pod_hours)  -- noqa: RF02
     where
         cost_lines.charge_category = 'Usage'
         and coalesce(cost_lines.instance_type, '') <> ''
         and cost_lines.resource_id is not null
-    group by
-        cost_lines.resource_id,
-        cost_lines.charge_period_start,
-        cost_lines.charge_period_end
+    group by all
 ),
 
 final as (
@@ -67,8 +60,7 @@ final as (
     left join instance_hours
         on
             pod_hours.parent_resource_id = instance_hours.resource_id
-            and pod_hours.charge_period_start = instance_hours.charge_period_start
-            and pod_hours.charge_period_end = instance_hours.charge_period_end
+            and same_charge_period(pod_hours, instance_hours)  -- noqa: RF02
     where
         instance_hours.resource_id is null
         or abs(pod_hours.split_cost + pod_hours.unused_cost - instance_hours.effective_cost)

@@ -9,10 +9,6 @@ cost_slices as (
     select * from allocation.cost_slices
 ),
 
-allocation_models as (
-    select unnest(['marginal', 'fully_loaded']) as allocation_model
-),
-
 billing_periods as (
     select * from normalized.billing_periods
 ),
@@ -94,7 +90,7 @@ own_model_totals as (
         allocation_models.allocation_model,
         slice_totals.*
     from slice_totals
-    inner join allocation_models
+    inner join allocation_models() as allocation_models
         on in_allocation_model(slice_totals.allocation_models, allocation_models.allocation_model)
     where not in_both_allocation_models(slice_totals.allocation_models)
 ),
@@ -118,7 +114,7 @@ attempt_totals as (
         coalesce(both_models_totals.slices, 0) + coalesce(own_model_totals.slices, 0) as slices,
         least(both_models_totals.status_rank, own_model_totals.status_rank) as status_rank
     from attempts
-    cross join allocation_models
+    cross join allocation_models() as allocation_models
     left join slice_totals as both_models_totals
         on
             attempts.attempt_id = both_models_totals.attempt_id

@@ -33,21 +33,13 @@ event_summary as (
         events.attempt_id,
         min(events.event_at) filter (where events.event_type = 'first_step') as first_step_at,
         count(*) filter (where events.event_type = 'checkpoint_saved') as saves,
-        cast(
-            sum(cast(events.duration_s as decimal(38, 18))) filter (
-                where events.event_type = 'checkpoint_saved'
-            ) as double
-        )
+        exact_double_sum_where(events.duration_s, events.event_type = 'checkpoint_saved')
             as save_seconds,
         count(*) filter (
             where events.event_type = 'checkpoint_saved' and events.duration_s is null
         ) as saves_without_duration,
         count(*) filter (where events.event_type = 'checkpoint_loaded') as restores,
-        cast(
-            sum(cast(events.duration_s as decimal(38, 18))) filter (
-                where events.event_type = 'checkpoint_loaded'
-            ) as double
-        )
+        exact_double_sum_where(events.duration_s, events.event_type = 'checkpoint_loaded')
             as restore_seconds,
         count(*) filter (
             where events.event_type = 'checkpoint_loaded' and events.duration_s is null

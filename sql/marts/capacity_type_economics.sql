@@ -23,27 +23,19 @@ per_type as (
             case when goodput.interruptions = 0 and goodput.status = 'interrupted' then 1 else goodput.interruptions end
         ) as interruptions,
         money(sum(goodput.cost)) as total_cost,
-        cast(sum(cast(goodput.billed_gpu_hours as decimal(38, 18))) as double) as billed_gpu_hours,
+        exact_double_sum(goodput.billed_gpu_hours) as billed_gpu_hours,
         count(goodput.productive_gpu_hours) as attempts_measured,
-        cast(sum(cast(goodput.productive_gpu_hours as decimal(38, 18))) as double) as productive_gpu_hours,
-        cast(
-            sum(cast(goodput.billed_gpu_hours as decimal(38, 18))) filter (
-                where goodput.productive_gpu_hours is not null
-            ) as double
-        )
+        exact_double_sum(goodput.productive_gpu_hours) as productive_gpu_hours,
+        exact_double_sum_where(goodput.billed_gpu_hours, goodput.productive_gpu_hours is not null)
             as measured_billed_gpu_hours,
-        cast(sum(cast(goodput.lost_work_gpu_hours as decimal(38, 18))) as double) as lost_work_gpu_hours,
+        exact_double_sum(goodput.lost_work_gpu_hours) as lost_work_gpu_hours,
         money(sum(goodput.lost_work_cost)) as lost_work_cost,
-        cast(sum(cast(goodput.checkpoint_restore_gpu_hours as decimal(38, 18))) as double)
+        exact_double_sum(goodput.checkpoint_restore_gpu_hours)
             as checkpoint_restore_gpu_hours,
-        cast(sum(cast(goodput.recovery_gpu_hours as decimal(38, 18))) as double) as recovery_gpu_hours,
-        cast(sum(cast(goodput.billed_gpu_hours * goodput.modeled_goodput as decimal(38, 18))) as double)
+        exact_double_sum(goodput.recovery_gpu_hours) as recovery_gpu_hours,
+        exact_double_sum(goodput.billed_gpu_hours * goodput.modeled_goodput)
         / nullif(
-            cast(
-                sum(cast(goodput.billed_gpu_hours as decimal(38, 18))) filter (
-                    where goodput.modeled_goodput is not null
-                ) as double
-            ),
+            exact_double_sum_where(goodput.billed_gpu_hours, goodput.modeled_goodput is not null),
             0
         )
             as modeled_goodput

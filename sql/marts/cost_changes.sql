@@ -39,10 +39,6 @@ profiles as (
     select * from normalized.cost_line_profiles
 ),
 
-allocation_models as (
-    select unnest(['marginal', 'fully_loaded']) as allocation_model
-),
-
 billing_periods as (
     select * from normalized.billing_periods
 ),
@@ -169,7 +165,7 @@ late_slices as (
         stored_late_slices.attempt_id,
         sum(stored_late_slices.late_billed) as late_billed
     from stored_late_slices
-    inner join allocation_models
+    inner join allocation_models() as allocation_models
         on in_allocation_model(stored_late_slices.allocation_models, allocation_models.allocation_model)
     group by allocation_models.allocation_model, stored_late_slices.attempt_id
 ),
@@ -196,8 +192,7 @@ resource_row_changes as (
     from attempt_resources
     full outer join previous_attempt_resources
         on
-            attempt_resources.attempt_id = previous_attempt_resources.attempt_id
-            and attempt_resources.resource_id = previous_attempt_resources.resource_id
+            same_attempt_resource(attempt_resources, previous_attempt_resources)  -- noqa: RF02
             and attempt_resources.started_at is not distinct from previous_attempt_resources.started_at
             and attempt_resources.ended_at is not distinct from previous_attempt_resources.ended_at
             and attempt_resources.gpu_count is not distinct from previous_attempt_resources.gpu_count
@@ -218,14 +213,11 @@ replaced_estimates as (
 
 attempt_pairs as (
     select
-        coalesce(attempt_costs.attempt_id, previous_attempt_costs.attempt_id) as attempt_id,
-        coalesce(attempt_costs.experiment_id, previous_attempt_costs.experiment_id) as experiment_id,
-        snapshot_cost_pair(attempt_costs, previous_attempt_costs, 'attempt_id')  -- noqa: AL03, RF02
+        snapshot_cost_pair(attempt_costs, previous_attempt_costs, 'attempt_id'),  -- noqa: AL03, RF02
+        coalesce(attempt_costs.experiment_id, previous_attempt_costs.experiment_id) as experiment_id
     from attempt_costs
     full outer join previous_attempt_costs
-        on
-            attempt_costs.attempt_id = previous_attempt_costs.attempt_id
-            and attempt_costs.allocation_model = previous_attempt_costs.allocation_model
+        on same_row_and_model(attempt_costs, previous_attempt_costs, 'attempt_id')  -- noqa: RF02
 ),
 
 attempt_flags as (
@@ -246,10 +238,7 @@ attempt_flags as (
     from attempt_pairs
     cross join snapshot_state
     cross join global_changes
-    left join late_slices
-        on
-            attempt_pairs.attempt_id = late_slices.attempt_id
-            and attempt_pairs.allocation_model = late_slices.allocation_model
+    left join late_slices on same_row_and_model(attempt_pairs, late_slices, 'attempt_id')  -- noqa: RF02
     left join replaced_estimates on attempt_pairs.attempt_id = replaced_estimates.attempt_id
     left join telemetry_changes on attempt_pairs.attempt_id = telemetry_changes.attempt_id
 ),
@@ -312,14 +301,10 @@ experiment_reasons as (
 ),
 
 experiment_pairs as (
-    select
-        coalesce(experiment_costs.experiment_id, previous_experiment_costs.experiment_id) as experiment_id,
-        snapshot_cost_pair(experiment_costs, previous_experiment_costs, 'experiment_id')  -- noqa: AL03, RF02
+    select snapshot_cost_pair(experiment_costs, previous_experiment_costs, 'experiment_id')  -- noqa: RF02
     from experiment_costs
     full outer join previous_experiment_costs
-        on
-            experiment_costs.experiment_id = previous_experiment_costs.experiment_id
-            and experiment_costs.allocation_model = previous_experiment_costs.allocation_model
+        on same_row_and_model(experiment_costs, previous_experiment_costs, 'experiment_id')  -- noqa: RF02
 ),
 
 experiment_lines as (
@@ -332,8 +317,7 @@ experiment_lines as (
     from experiment_pairs
     left join experiment_reasons
         on
-            experiment_pairs.experiment_id = experiment_reasons.experiment_id
-            and experiment_pairs.allocation_model = experiment_reasons.allocation_model
+            same_row_and_model(experiment_pairs, experiment_reasons, 'experiment_id')  -- noqa: RF02
 ),
 
 experiment_flags as (
@@ -367,8 +351,7 @@ experiment_flags as (
     cross join global_changes
     left join experiment_reasons
         on
-            experiment_lines.experiment_id = experiment_reasons.experiment_id
-            and experiment_lines.allocation_model = experiment_reasons.allocation_model
+            same_row_and_model(experiment_lines, experiment_reasons, 'experiment_id')  -- noqa: RF02
 ),
 
 changes as (

@@ -141,11 +141,7 @@ experiment_groups as (
         sum(cost_groups.cost) as cost,
         sum(cost_groups.cost) filter (where cost_groups.failed) as failed_cost
     from cost_groups
-    group by
-        cost_groups.allocation_model,
-        cost_groups.dimension,
-        cost_groups.dimension_value,
-        cost_groups.experiment_id
+    group by all
 ),
 
 totals as (

@@ -63,14 +63,10 @@ final as (
         coalesce(outcomes.accepted and outcomes.total_cost = cheapest.cheapest_cost, false)
             as cheapest_meeting_bar
     from outcomes
-    left join scored
-        on
-            outcomes.experiment_id = scored.experiment_id
-            and outcomes.allocation_model = scored.allocation_model
+    left join scored on same_row_and_model(outcomes, scored, 'experiment_id')  -- noqa: RF02
     left join dominated
         on
-            outcomes.experiment_id = dominated.experiment_id
-            and outcomes.allocation_model = dominated.allocation_model
+            same_row_and_model(outcomes, dominated, 'experiment_id')  -- noqa: RF02
     left join cheapest
         on
             outcomes.allocation_model = cheapest.allocation_model

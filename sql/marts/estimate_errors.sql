@@ -37,8 +37,7 @@ still_estimated as (
     from previous_estimates
     inner join cost_estimates
         on
-            previous_estimates.attempt_id = cost_estimates.attempt_id
-            and previous_estimates.resource_id = cost_estimates.resource_id
+            same_attempt_resource(previous_estimates, cost_estimates)  -- noqa: RF02
             and previous_estimates.estimate_start < cost_estimates.estimate_end
     group by previous_estimates.attempt_id, previous_estimates.resource_id, previous_estimates.estimate_start
 ),
@@ -59,8 +58,7 @@ newly_replaced as (
     from previous_estimates
     left join still_estimated
         on
-            previous_estimates.attempt_id = still_estimated.attempt_id
-            and previous_estimates.resource_id = still_estimated.resource_id
+            same_attempt_resource(previous_estimates, still_estimated)  -- noqa: RF02
             and previous_estimates.estimate_start = still_estimated.estimate_start
     where previous_estimates.price_per_hour is not null
 ),
@@ -134,10 +132,7 @@ attempt_slices as (
         cost_allocations.charge_period_end,
         cost_allocations.billed_cost
     from cost_allocations
-    inner join window_resources
-        on
-            cost_allocations.attempt_id = window_resources.attempt_id
-            and cost_allocations.resource_id = window_resources.resource_id
+    inner join window_resources on same_attempt_resource(cost_allocations, window_resources)  -- noqa: RF02
     where
         cost_allocations.allocation_model = 'marginal'
         and cost_allocations.allocation_kind = 'attributed'
@@ -159,8 +154,7 @@ billed as (
     from windows
     inner join billed_slices
         on
-            windows.attempt_id = billed_slices.attempt_id
-            and windows.resource_id = billed_slices.resource_id
+            same_attempt_resource(windows, billed_slices)  -- noqa: RF02
             and windows.window_start < billed_slices.charge_period_end
             and windows.window_end > billed_slices.charge_period_start
     group by windows.attempt_id, windows.resource_id, windows.window_start
@@ -185,8 +179,7 @@ final as (
     left join attempts on windows.attempt_id = attempts.attempt_id
     left join billed
         on
-            windows.attempt_id = billed.attempt_id
-            and windows.resource_id = billed.resource_id
+            same_attempt_resource(windows, billed)  -- noqa: RF02
             and windows.window_start = billed.window_start
 )
 

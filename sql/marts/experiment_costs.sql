@@ -13,10 +13,6 @@ experiments as (
     select * from staging.experiments
 ),
 
-allocation_models as (
-    select unnest(['marginal', 'fully_loaded']) as allocation_model
-),
-
 billing_periods as (
     select * from normalized.billing_periods
 ),
@@ -131,7 +127,7 @@ final as (
         and (attempt_statuses.all_final is not null or experiment_only_periods.status_rank is not null)
             as is_final
     from known_experiments
-    cross join allocation_models
+    cross join allocation_models() as allocation_models
     left join experiments on known_experiments.experiment_id = experiments.experiment_id
     left join attempt_totals
         on

@@ -35,37 +35,22 @@ export_totals as (
         sum(cost_lines.billed_cost) as export_total
     from cost_lines
     where cost_lines.invoice_id is not null
-    group by
-        cost_lines.provider,
-        cost_lines.billing_account_id,
-        cost_lines.billing_period,
-        cost_lines.invoice_id,
-        cost_lines.billing_currency
+    group by all
 ),
 
 group_invoices as (
     select
-        export_totals.provider,
-        export_totals.billing_account_id,
-        export_totals.billing_period,
-        export_totals.billing_currency,
+        ledger_keys(export_totals),  -- noqa: AL03
         count(*) as invoices
     from export_totals
-    group by
-        export_totals.provider,
-        export_totals.billing_account_id,
-        export_totals.billing_period,
-        export_totals.billing_currency
+    group by all
 ),
 
 single_invoice_placed as (
     -- one invoice for the whole (account, period, currency), the usual case: what runcost placed
     -- of its lines is what the reconciliation placed of the group, with no pass over the slices
     select
-        reconciliation.provider,
-        reconciliation.billing_account_id,
-        reconciliation.billing_period,
-        reconciliation.billing_currency,
+        ledger_keys(reconciliation),  -- noqa: AL03, RF02
         sum(
             case
                 when reconciliation.allocation_model = 'marginal'
@@ -81,11 +66,7 @@ single_invoice_placed as (
     from reconciliation
     inner join group_invoices on same_ledger(reconciliation, group_invoices)  -- noqa: RF02
     where reconciliation.cost_basis = 'billed_cost' and group_invoices.invoices = 1
-    group by
-        reconciliation.provider,
-        reconciliation.billing_account_id,
-        reconciliation.billing_period,
-        reconciliation.billing_currency
+    group by all
 ),
 
 split_lines as (
@@ -100,10 +81,7 @@ split_lines as (
 
 split_placed as (
     select
-        cost_allocations.provider,
-        cost_allocations.billing_account_id,
-        cost_allocations.billing_period,
-        cost_allocations.billing_currency,
+        ledger_keys(cost_allocations),  -- noqa: AL03, RF02
         split_lines.invoice_id,
         sum(case when cost_allocations.allocation_model = 'marginal' then cost_allocations.billed_cost end)
             as marginal_total,
@@ -111,21 +89,13 @@ split_placed as (
             as fully_loaded_total
     from cost_allocations
     inner join split_lines on cost_allocations.line_id = split_lines.line_id
-    group by
-        cost_allocations.provider,
-        cost_allocations.billing_account_id,
-        cost_allocations.billing_period,
-        cost_allocations.billing_currency,
-        split_lines.invoice_id
+    group by all
 ),
 
 placed_totals as (
     select
-        export_totals.provider,
-        export_totals.billing_account_id,
-        export_totals.billing_period,
+        ledger_keys(export_totals),  -- noqa: AL03, RF02
         export_totals.invoice_id,
-        export_totals.billing_currency,
         coalesce(single_invoice_placed.marginal_total, split_placed.marginal_total) as marginal_total,
         coalesce(single_invoice_placed.fully_loaded_total, split_placed.fully_loaded_total)
             as fully_loaded_total

@@ -41,11 +41,7 @@ final as (
     inner join pools as winning_pools on winners.pool_order = winning_pools.pool_order
     inner join pools as losing_pools on losers.pool_order = losing_pools.pool_order
     inner join cost_lines on losers.line_id = cost_lines.line_id
-    group by
-        cost_lines.billing_period,
-        cost_lines.billing_currency,
-        winning_pools.pool_name,
-        losing_pools.pool_name
+    group by all
 )
 
 select * from final

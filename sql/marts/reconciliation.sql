@@ -16,10 +16,6 @@ billing_periods as (
     select * from normalized.billing_periods
 ),
 
-allocation_models as (
-    select unnest(['marginal', 'fully_loaded']) as allocation_model
-),
-
 bill_sums as (
     -- the lines' sums per period and profile (normalized.profile_line_sums), summed per ledger: the
     -- provider, account, currency and invoice are the profile's; the few sums are unpivoted into
@@ -35,19 +31,12 @@ bill_sums as (
         sum_bases(profile_line_sums)  -- noqa: AL03, RF02
     from profile_line_sums
     inner join profiles on profile_line_sums.profile_key = profiles.profile_key
-    group by
-        profiles.provider,
-        profiles.billing_account_id,
-        profile_line_sums.billing_period,
-        profiles.billing_currency
+    group by all
 ),
 
 bill_bases as (
     select
-        bill_sums.provider,
-        bill_sums.billing_account_id,
-        bill_sums.billing_period,
-        bill_sums.billing_currency,
+        ledger_keys(bill_sums),  -- noqa: AL03
         bill_sums.cost_lines,
         bill_sums.invoiced,
         basis_amounts(bill_sums)  -- noqa: AL03
@@ -56,10 +45,7 @@ bill_bases as (
 
 bill as (
     select
-        bill_bases.provider,
-        bill_bases.billing_account_id,
-        bill_bases.billing_period,
-        bill_bases.billing_currency,
+        ledger_keys(bill_bases),  -- noqa: AL03
         bill_bases.cost_lines,
         bill_bases.invoiced,
         bill_bases.basis_amount.cost_basis,
@@ -81,43 +67,25 @@ stored_sums as (
         sum_bases(profile_slice_sums)  -- noqa: AL03, RF02
     from profile_slice_sums
     left join profiles on profile_slice_sums.profile_key = profiles.profile_key
-    group by
-        profile_slice_sums.allocation_models,
-        profiles.provider,
-        profiles.billing_account_id,
-        profile_slice_sums.billing_period,
-        profiles.billing_currency,
-        profile_slice_sums.allocation_kind
+    group by all
 ),
 
 kind_sums as (
     select
         allocation_models.allocation_model,
-        stored_sums.provider,
-        stored_sums.billing_account_id,
-        stored_sums.billing_period,
-        stored_sums.billing_currency,
+        ledger_keys(stored_sums),  -- noqa: AL03, RF02
         stored_sums.allocation_kind,
         sum_bases(stored_sums)  -- noqa: AL03, RF02
     from stored_sums
-    inner join allocation_models
+    inner join allocation_models() as allocation_models
         on in_allocation_model(stored_sums.allocation_models, allocation_models.allocation_model)
-    group by
-        allocation_models.allocation_model,
-        stored_sums.provider,
-        stored_sums.billing_account_id,
-        stored_sums.billing_period,
-        stored_sums.billing_currency,
-        stored_sums.allocation_kind
+    group by all
 ),
 
 slice_amounts as (
     select
         kind_sums.allocation_model,
-        kind_sums.provider,
-        kind_sums.billing_account_id,
-        kind_sums.billing_period,
-        kind_sums.billing_currency,
+        ledger_keys(kind_sums),  -- noqa: AL03
         kind_sums.allocation_kind,
         basis_amounts(kind_sums)  -- noqa: AL03
     from kind_sums
@@ -126,10 +94,7 @@ slice_amounts as (
 placed as (
     select
         slice_amounts.allocation_model,
-        slice_amounts.provider,
-        slice_amounts.billing_account_id,
-        slice_amounts.billing_period,
-        slice_amounts.billing_currency,
+        ledger_keys(slice_amounts),  -- noqa: AL03
         slice_amounts.basis_amount.cost_basis,
         sum(slice_amounts.basis_amount.amount) filter (
             where slice_amounts.allocation_kind = 'attributed'
@@ -141,22 +106,13 @@ placed as (
             where slice_amounts.allocation_kind = 'unallocated'
         ) as unallocated
     from slice_amounts
-    group by
-        slice_amounts.allocation_model,
-        slice_amounts.provider,
-        slice_amounts.billing_account_id,
-        slice_amounts.billing_period,
-        slice_amounts.billing_currency,
-        slice_amounts.basis_amount.cost_basis
+    group by all
 ),
 
 final as (
     select
         allocation_models.allocation_model,
-        bill.provider,
-        bill.billing_account_id,
-        bill.billing_period,
-        bill.billing_currency,
+        ledger_keys(bill),  -- noqa: AL03, RF02
         bill.cost_basis,
         bill.cost_lines,
         bill.invoiced,
@@ -172,7 +128,7 @@ final as (
         ) as difference,
         billing_periods.period_status
     from bill
-    cross join allocation_models
+    cross join allocation_models() as allocation_models
     left join placed
         on
             allocation_models.allocation_model = placed.allocation_model

@@ -43,14 +43,7 @@ grouped as (
             sum(usage_lines.effective_cost) filter (where usage_lines.experiment_tag is not null), 0
         ) as experiment_tagged_cost
     from usage_lines
-    group by
-        usage_lines.provider,
-        usage_lines.billing_period,
-        usage_lines.billing_account_id,
-        usage_lines.sub_account_id,
-        usage_lines.service_name,
-        usage_lines.billing_currency,
-        usage_lines.source_format
+    group by all
 ),
 
 final as (
@@ -74,14 +67,9 @@ final as (
             grouped.experiment_tagged_cost / nullif(grouped.total_cost, 0) as decimal(38, 10)
         ) as experiment_tagged_share,
         grouped.source_format,
-        case
-            when grouped.source_format = 'aws_cur' then attribution_settings.attempt_tag_keys
-            else attribution_settings.attempt_label_keys
-        end as attempt_tag_keys,
-        case
-            when grouped.source_format = 'aws_cur' then attribution_settings.experiment_tag_keys
-            else attribution_settings.experiment_label_keys
-        end as experiment_tag_keys
+        attribution_tag_keys(grouped.source_format, attribution_settings, 'attempt') as attempt_tag_keys,  -- noqa: RF02
+        attribution_tag_keys(grouped.source_format, attribution_settings, 'experiment')  -- noqa: RF02
+            as experiment_tag_keys
     from grouped
     cross join attribution_settings
 )

@@ -78,10 +78,6 @@ classified as (
     group by all
 ),
 
-allocation_models as (
-    select unnest(['marginal', 'fully_loaded']) as allocation_model
-),
-
 on_bill as (
     select
         allocation_models.allocation_model,
@@ -91,7 +87,7 @@ on_bill as (
         classified.cost_category,
         sum(classified.effective_cost) as effective_cost
     from classified
-    inner join allocation_models
+    inner join allocation_models() as allocation_models
         on in_allocation_model(classified.allocation_models, allocation_models.allocation_model)
     group by all
 ),
@@ -109,8 +105,8 @@ experiment_goodput as (
     select
         goodput.allocation_model,
         goodput.experiment_id,
-        cast(sum(cast(goodput.billed_gpu_hours * goodput.goodput_used as decimal(38, 18))) as double)
-        / nullif(cast(sum(cast(goodput.billed_gpu_hours as decimal(38, 18))) as double), 0) as goodput,
+        exact_double_sum(goodput.billed_gpu_hours * goodput.goodput_used)
+        / nullif(exact_double_sum(goodput.billed_gpu_hours), 0) as goodput,
         bool_or(goodput.goodput_source = 'modeled_young_daly') as any_modeled
     from goodput
     where goodput.goodput_used is not null and goodput.billed_gpu_hours > 0

@@ -13,10 +13,6 @@ profiles as (
     from normalized.cost_line_profiles as profiles
 ),
 
-allocation_models as (
-    select unnest(['marginal', 'fully_loaded']) as allocation_model
-),
-
 stored_sums as (
     -- the stored slices summed once, by the models they belong to, per period, profile and
     -- reason (allocation.profile_slice_sums), before the models are expanded: a rest no pool takes
@@ -33,13 +29,7 @@ stored_sums as (
     from profile_slice_sums
     inner join profiles on profile_slice_sums.profile_key = profiles.profile_key
     where profile_slice_sums.allocation_kind = 'unallocated'
-    group by
-        profile_slice_sums.allocation_models,
-        profiles.provider,
-        profile_slice_sums.billing_period,
-        profiles.billing_currency,
-        profile_slice_sums.unallocated_reason,
-        profiles.service_name
+    group by all
 ),
 
 final as (
@@ -53,15 +43,9 @@ final as (
         cast(sum(stored_sums.cost_lines) as bigint) as cost_lines,
         money_sum_bases(stored_sums)  -- noqa: AL03, RF02
     from stored_sums
-    inner join allocation_models
+    inner join allocation_models() as allocation_models
         on in_allocation_model(stored_sums.allocation_models, allocation_models.allocation_model)
-    group by
-        allocation_models.allocation_model,
-        stored_sums.provider,
-        stored_sums.billing_period,
-        stored_sums.billing_currency,
-        stored_sums.unallocated_reason,
-        stored_sums.service_name
+    group by all
 )
 
 select * from final

@@ -192,7 +192,7 @@ resource_findings as (
         case
             when unplaced_findings.finding_type = 'unattached_volume'
                 then
-                    cast(sum(cast(unplaced_findings.idle_hours as decimal(38, 18))) as double)
+                    exact_double_sum(unplaced_findings.idle_hours)
                     > (select settings.waste_idle_hours from settings)
             else sum(unplaced_findings.effective_cost) <> 0
         end
@@ -201,7 +201,7 @@ resource_findings as (
 data_waits as (
     select
         events.attempt_id,
-        cast(sum(cast(events.duration_s as decimal(38, 18))) as double) as wait_seconds
+        exact_double_sum(events.duration_s) as wait_seconds
     from events
     where events.event_type = 'data_wait' and events.duration_s > 0
     group by events.attempt_id

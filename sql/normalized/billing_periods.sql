@@ -150,9 +150,7 @@ statuses as (
     cross join run_clock
     cross join period_settings
     left join period_arrivals on same_billing_period(period_lines, period_arrivals)  -- noqa: RF02
-    left join period_usage
-        on
-            same_billing_period(period_lines, period_usage)  -- noqa: RF02
+    left join period_usage on same_billing_period(period_lines, period_usage)  -- noqa: RF02
 ),
 
 final as (

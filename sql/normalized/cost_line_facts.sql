@@ -34,17 +34,11 @@ final as (
         provider_lines.tags,
         first_tag_value(
             provider_lines.tags,
-            case
-                when provider_lines.source_format = 'aws_cur' then attribution_settings.attempt_tag_keys
-                else attribution_settings.attempt_label_keys
-            end
+            attribution_tag_keys(provider_lines.source_format, attribution_settings, 'attempt')  -- noqa: RF02
         ) as attempt_tag,
         first_tag_value(
             provider_lines.tags,
-            case
-                when provider_lines.source_format = 'aws_cur' then attribution_settings.experiment_tag_keys
-                else attribution_settings.experiment_label_keys
-            end
+            attribution_tag_keys(provider_lines.source_format, attribution_settings, 'experiment')  -- noqa: RF02
         ) as experiment_tag,
         provider_lines.pricing_quantity,
         provider_lines.list_unit_price,

@@ -37,12 +37,7 @@ final as (
         max(usage_lines.charge_period_end) as usage_until,
         count(*) as usage_lines
     from usage_lines
-    group by
-        usage_lines.provider,
-        usage_lines.billing_account_id,
-        usage_lines.billing_period,
-        usage_lines.sub_account_id,
-        usage_lines.resource_id
+    group by all
 )
 
 select * from final

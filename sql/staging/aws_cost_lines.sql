@@ -8,7 +8,7 @@ with billed as (
     select * from staging.aws_billed_line_items
 ),
 
-bases as (
+amortized as (
     select
         billed.*,
         billed.unblended_cost as billed_cost,
@@ -36,44 +36,49 @@ bases as (
                     else billed.unblended_cost
                 end
             else billed.unblended_cost
-        end as effective_cost,
-        case billed.line_item_type
+        end as effective_cost
+    from billed
+),
+
+bases as (
+    -- net of discounts: the net_ columns where CUR has them; the Savings Plan fee, negation and
+    -- upfront lines are amortized the same either way
+    select
+        amortized.*,
+        case amortized.line_item_type
             when 'SavingsPlanCoveredUsage'
                 then coalesce(
-                    billed.savings_plan_net_effective_cost, billed.savings_plan_effective_cost, 0
+                    amortized.savings_plan_net_effective_cost, amortized.savings_plan_effective_cost, 0
                 )
-            when 'SavingsPlanRecurringFee'
-                then
-                    coalesce(billed.savings_plan_total_commitment_to_date, 0)
-                    - coalesce(billed.savings_plan_used_commitment, 0)
-            when 'SavingsPlanNegation' then 0
-            when 'SavingsPlanUpfrontFee' then 0
             when 'DiscountedUsage'
                 then coalesce(
-                    billed.reservation_net_effective_cost, billed.reservation_effective_cost, 0
+                    amortized.reservation_net_effective_cost, amortized.reservation_effective_cost, 0
                 )
             when 'RIFee'
                 then coalesce(
-                    billed.reservation_net_unused_amortized_upfront_fee,
-                    billed.reservation_unused_amortized_upfront_fee,
+                    amortized.reservation_net_unused_amortized_upfront_fee,
+                    amortized.reservation_unused_amortized_upfront_fee,
                     0
                 )
                 + coalesce(
-                    billed.reservation_net_unused_recurring_fee,
-                    billed.reservation_unused_recurring_fee,
+                    amortized.reservation_net_unused_recurring_fee,
+                    amortized.reservation_unused_recurring_fee,
                     0
                 )
             when 'Fee'
                 then case
-                    when coalesce(billed.reservation_arn, '') <> '' then 0
-                    else coalesce(billed.net_unblended_cost, billed.unblended_cost)
+                    when coalesce(amortized.reservation_arn, '') <> '' then 0
+                    else coalesce(amortized.net_unblended_cost, amortized.unblended_cost)
                 end
             -- the net_ columns of the discounted lines already include these discounts
             when 'EdpDiscount' then 0
             when 'PrivateRateDiscount' then 0
-            else coalesce(billed.net_unblended_cost, billed.unblended_cost)
+            when 'SavingsPlanRecurringFee' then amortized.effective_cost
+            when 'SavingsPlanNegation' then amortized.effective_cost
+            when 'SavingsPlanUpfrontFee' then amortized.effective_cost
+            else coalesce(amortized.net_unblended_cost, amortized.unblended_cost)
         end as net_cost
-    from billed
+    from amortized
 ),
 
 final as (
@@ -112,7 +117,7 @@ final as (
         cast(null as double) as contracted_unit_price,
         money(coalesce(bases.public_on_demand_cost, bases.unblended_cost)) as contracted_cost,
         cast(null as varchar) as resource_name,
-        aws_profile_key(bases) as profile_key  -- noqa: RF02
+        aws_profile_key(bases) as profile_key
     from bases
 )
 

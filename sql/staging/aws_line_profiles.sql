@@ -4,22 +4,13 @@
 -- source columns in aws_profile_sources (pipeline/dag/profile_macros.py), once per distinct combination rather than on
 -- every line; staging.aws_cost_lines names each line's profile by the same key over the same sources.
 -- normalized.cost_line_profiles unions this with the other providers' *_line_profiles views.
-with billed as (
+with billed as (  -- noqa: ST03
     select * from staging.aws_billed_line_items
 ),
 
-distinct_sources as (
-    -- each combination once, then its key: hashing the sources of every line cost 0.4 CPU s more
-    -- at 10M lines
-    select distinct aws_profile_sources(billed)  -- noqa: AL03
-    from billed
-),
-
 sources as (
-    select
-        aws_sources_profile_key(distinct_sources) as profile_key,  -- noqa: RF02
-        distinct_sources.*
-    from distinct_sources
+    -- each combination of the sources once, with its key
+    select * from aws_keyed_profile_sources(billed)
 ),
 
 final as (

@@ -11,7 +11,7 @@ with focus_line_items as (
 classified as (
     select
         focus_line_items.*,
-        focus_unit(focus_line_items) as unit,  -- noqa: RF02
+        focus_unit(focus_line_items) as unit,
         coalesce(focus_line_items.consumed_quantity, focus_line_items.pricing_quantity) as quantity
     from focus_line_items
 ),

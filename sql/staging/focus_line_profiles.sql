@@ -4,22 +4,13 @@
 -- says, computed once per distinct combination of focus_profile_sources (pipeline/dag/profile_macros.py) rather than on
 -- every row; staging.focus_cost_lines names each row's profile by the same key over the same sources.
 -- normalized.cost_line_profiles unions this with the other providers' *_line_profiles views.
-with focus_line_items as (
+with focus_line_items as (  -- noqa: ST03
     select * from staging.focus_line_items
 ),
 
-distinct_sources as (
-    -- each combination once, then its key: hashing the sources of every line cost 0.4 CPU s more
-    -- at 10M lines
-    select distinct focus_profile_sources(focus_line_items)  -- noqa: AL03
-    from focus_line_items
-),
-
 sources as (
-    select
-        focus_sources_profile_key(distinct_sources) as profile_key,  -- noqa: RF02
-        distinct_sources.*
-    from distinct_sources
+    -- each combination of the sources once, with its key
+    select * from focus_keyed_profile_sources(focus_line_items)
 ),
 
 classified as (
@@ -33,7 +24,7 @@ classified as (
             when 'adjustment' then 'Adjustment'
             else sources.charge_category
         end as category,
-        focus_unit(sources) as unit,  -- noqa: RF02
+        focus_unit(sources) as unit,
         lower(coalesce(sources.commitment_discount_status, '')) as commitment_status
     from sources
 ),

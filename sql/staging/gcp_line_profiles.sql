@@ -5,22 +5,13 @@
 -- combination rather than on every row; staging.gcp_cost_lines names each row's profile by the same key over the same
 -- sources.
 -- normalized.cost_line_profiles unions this with the other providers' *_line_profiles views (docs/gcp.md).
-with gcp_line_items as (
+with gcp_line_items as (  -- noqa: ST03
     select * from staging.gcp_billing_line_items
 ),
 
-distinct_sources as (
-    -- each combination once, then its key: hashing the sources of every line cost 0.4 CPU s more
-    -- at 10M lines
-    select distinct gcp_profile_sources(gcp_line_items)  -- noqa: AL03
-    from gcp_line_items
-),
-
 sources as (
-    select
-        gcp_sources_profile_key(distinct_sources) as profile_key,  -- noqa: RF02
-        distinct_sources.*
-    from distinct_sources
+    -- each combination of the sources once, with its key
+    select * from gcp_keyed_profile_sources(gcp_line_items)
 ),
 
 gpu_skus as (

@@ -206,11 +206,13 @@ def test_a_profile_is_computed_from_its_sources_alone() -> None:
         sql = models[f"staging.{source}_line_profiles"].sql
         lines = f"{source}_line_items" if source != "aws" else "billed"
         listed = expand_macros(f"{source}_profile_sources({lines})", "x")
-        assert f"select distinct {listed}  -- noqa: AL03\n    from {lines}\n)," in sql, source
-        after_sources = sql.split(f"    from {lines}\n),", 1)[1]
-        assert f"{lines}." not in after_sources, source
         key = expand_macros(f"{source}_sources_profile_key(distinct_sources)", "x")
-        assert f"{key} as profile_key" in after_sources, source
+        keyed = (
+            f"(select {key} as profile_key, distinct_sources.* from "
+            f"(select distinct {listed} from {lines}) as distinct_sources)"
+        )
+        assert f"select * from {keyed}\n)," in sql, source
+        assert f"{lines}." not in sql.split(keyed, 1)[1], source
 
 
 @pytest.mark.parametrize("source", sorted(PROFILE_SOURCES))
@@ -636,3 +638,103 @@ def test_the_money_type_and_the_bases_are_written_once() -> None:
         for path in sql_root().rglob("*.sql")
         if by_hand.search(without_comments(path.read_text("utf-8")))
     ] == []
+
+
+@pytest.mark.parametrize(
+    ("call", "expanded"),
+    [
+        (
+            "same_profile_period(a, b)",
+            "(a.profile_key = b.profile_key and a.billing_period = b.billing_period)",
+        ),
+        (
+            "same_attempt_resource(a, b)",
+            "(a.attempt_id = b.attempt_id and a.resource_id = b.resource_id)",
+        ),
+        (
+            "same_charge_period(a, b)",
+            "(a.charge_period_start = b.charge_period_start "
+            "and a.charge_period_end = b.charge_period_end)",
+        ),
+        (
+            "same_pool_window(a, b)",
+            "(a.pool_order = b.pool_order and a.window_start = b.window_start "
+            "and a.window_end = b.window_end)",
+        ),
+        (
+            "same_row_and_model(a, b, 'attempt_id')",
+            "(a.attempt_id = b.attempt_id and a.allocation_model = b.allocation_model)",
+        ),
+        (
+            "ledger_keys(t)",
+            "t.provider, t.billing_account_id, t.billing_period, t.billing_currency",
+        ),
+        ("slice_key(t)", "t.allocation_model, t.line_id, t.allocation_kind, t.attempt_id"),
+        (
+            "line_windows(t)",
+            "t.charge_period_start, t.charge_period_end, "
+            "t.billing_period_start, t.billing_period_end",
+        ),
+        ("exact_double_sum(t.hours)", "cast(sum(cast((t.hours) as decimal(38, 18))) as double)"),
+    ],
+)
+def test_a_key_macro_is_its_columns(call: str, expanded: str) -> None:
+    assert expand_macros(f"select {call} from t", "x") == f"select {expanded} from t"
+
+
+def test_the_allocation_models_are_listed_once() -> None:
+    _, rows = _run("select * from allocation_models() as allocation_models")
+    assert rows == [("marginal",), ("fully_loaded",)]
+    assert [
+        path.name
+        for path in sql_root().rglob("*.sql")
+        if "'fully_loaded']" in without_comments(path.read_text("utf-8"))
+    ] == []
+
+
+def test_an_exact_double_sum_does_not_depend_on_the_order() -> None:
+    """0.1 + 0.2 + 0.3 is 0.6000000000000001 in one order of DOUBLE additions, 0.6 in another."""
+    _, rows = _run(
+        "select exact_double_sum(hours), exact_double_sum_where(hours, hours > 0.15) "
+        "from (select unnest([0.1, 0.2, 0.3]::double[]) as hours)"
+    )
+    assert rows == [(0.6, 0.5)]
+
+
+def test_a_line_is_searched_under_its_formats_tag_keys() -> None:
+    _, rows = _run(
+        "with settings as (select ['user_attempt_id'] as attempt_tag_keys, "
+        "['attempt-id'] as attempt_label_keys), "
+        "formats as (select unnest(['aws_cur', 'gcp_billing_export', 'focus']) as source_format) "
+        "select formats.source_format, "
+        "attribution_tag_keys(formats.source_format, settings, 'attempt') "
+        "from formats cross join settings"
+    )
+    assert rows == [
+        ("aws_cur", ["user_attempt_id"]),
+        ("gcp_billing_export", ["attempt-id"]),
+        ("focus", ["attempt-id"]),
+    ]
+
+
+def test_a_snapshot_cost_pair_says_which_sides_hold_the_row() -> None:
+    """A row of both snapshots, one only in the current (new) and one only in the previous, whose
+    snapshot predates cost_status (so it was billed)."""
+    _, rows = _run(
+        "with current_costs as (select * from (values ('a', 'marginal', 1.5::decimal(38, 10), "
+        "0.5::decimal(38, 10), 'estimated'), ('b', 'marginal', 2.0::decimal(38, 10), "
+        "null::decimal(38, 10), 'billed')) as c(attempt_id, allocation_model, billed_cost, "
+        "unbilled_estimate, cost_status)), "
+        "previous_costs as (select * from (values ('a', 'marginal', 1.0::decimal(38, 10), "
+        "null::decimal(38, 10), null), ('c', 'marginal', 3.0::decimal(38, 10), "
+        "null::decimal(38, 10), null)) as p(attempt_id, allocation_model, billed_cost, "
+        "unbilled_estimate, cost_status)) "
+        "select snapshot_cost_pair(current_costs, previous_costs, 'attempt_id') "
+        "from current_costs full outer join previous_costs "
+        "on same_row_and_model(current_costs, previous_costs, 'attempt_id') order by 1"
+    )
+    assert rows == [
+        ("a", "marginal", True, True, dec("1.0"), dec("1.5"), 0, dec("0.5"), "billed", "estimated"),
+        ("b", "marginal", False, True, None, dec(2), 0, None, None, "billed"),
+        ("c", "marginal", True, False, dec(3), None, 0, None, "billed", None),
+    ]
