@@ -53,6 +53,10 @@ def recover_dead_runs(warehouse: Path) -> None:
         if manifest.get("status") == "published":
             # killed after its record switched in, before it deleted its build: never kept
             _drop_build(run_dir)
+        if manifest.get("status") == "failed" and manifest.get("run_id") == current_id:
+            # its switch failed and could not be undone: its snapshot is the one served
+            _mark_published(run_dir, manifest, current["snapshot"])
+            continue
         if manifest.get("status") != "running":
             continue
         if manifest.get("run_id") == current_id:
@@ -73,6 +77,18 @@ def recover_dead_runs(warehouse: Path) -> None:
         write_manifest(run_dir, manifest)
     for path in removed:
         log.warning("removed %s left by a run that died", path, extra={"stage": "recover"})
+
+
+def _mark_published(run_dir: Path, manifest: dict, snapshot: str) -> None:
+    manifest.update(status="published", snapshot=snapshot, recovered=True)
+    _drop_build(run_dir)
+    log.warning(
+        "run %s recorded a failed switch, but its snapshot is the one %s serves; marked published",
+        run_dir.name,
+        DATABASE_NAME,
+        extra={"stage": "recover"},
+    )
+    write_manifest(run_dir, manifest)
 
 
 def _drop_build(run_dir: Path) -> None:

@@ -16,11 +16,14 @@ import duckdb
 
 from pipeline.warehouse.commit import (
     PublishError,
+    SwitchFailed,
     check_database,
     discard,
     discard_prepared,
+    keep_previous,
     prepare,
     switch,
+    switch_failure,
     write_failure,
 )
 from pipeline.warehouse.parquet import write_parquet
@@ -167,7 +170,8 @@ def publish(
     to read back), CURRENT and each of ``records`` ((path, text), such as the run's record) as
     temporary files. Then renames switch them together; the commit point is the rename of
     runcost.duckdb, and recover() makes CURRENT agree again after a crash between renames. A
-    failure before the commit point leaves the previous snapshot current and readable.
+    failure before the commit point leaves the previous snapshot current and readable; a rename
+    of the switch that fails is undone (commit.switch).
     """
     reached = checkpoint or (lambda _point: None)
     contents = contents if contents is not None else table_contents(con)
@@ -212,6 +216,7 @@ def publish(
         check_database(temporary, run_id)
         sync_file(temporary)
         prepared = prepare(warehouse, run_id, folder, records)
+        previous = keep_previous(warehouse, run_id)
     except (OSError, duckdb.Error, PublishError) as error:
         discard(staging, temporary)
         discard_prepared(warehouse, run_id, records)
@@ -219,7 +224,16 @@ def publish(
         if isinstance(error, PublishError):
             raise
         raise write_failure(error, staging, warehouse) from error
-    switch(temporary, database, prepared)
+    try:
+        switch(temporary, database, prepared, previous, reached)
+    except SwitchFailed as failure:
+        discard_prepared(warehouse, run_id, records)
+        discard(staging, temporary)
+        if failure.undo is None:  # undone: this run's snapshot never stayed current
+            shutil.rmtree(folder, ignore_errors=True)
+        raise switch_failure(failure, run_id, warehouse) from failure.error
+    finally:
+        previous.discard()
     reached("publish:pointer")
     try:
         sync_directory(warehouse)

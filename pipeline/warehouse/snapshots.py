@@ -157,8 +157,8 @@ def unchanged_snapshot(
 def recover(warehouse: Path) -> list[Path]:
     """Clean up after runs that died (call it holding the lock); return what was removed.
 
-    Removes half-written snapshots, temporary databases and pointers, and makes CURRENT agree
-    with runcost.duckdb when a run died between the two renames.
+    Removes half-written snapshots, temporary databases and pointers, and makes CURRENT and
+    latest agree with runcost.duckdb when a run died between the renames.
     """
     removed: list[Path] = []
     snapshots = warehouse / "snapshots"
@@ -170,8 +170,10 @@ def recover(warehouse: Path) -> list[Path]:
     if warehouse.is_dir():
         for pattern in (
             f".{DATABASE_NAME}.*.tmp*",
+            f".{DATABASE_NAME}.*.previous",
             f".{CURRENT_NAME}.*.tmp",
             f".{LATEST_NAME}.*.tmp",
+            "runs/*/.manifest.json.*.tmp",
         ):
             for path in warehouse.glob(pattern):
                 path.unlink(missing_ok=True)
@@ -197,7 +199,24 @@ def recover(warehouse: Path) -> list[Path]:
             extra={"stage": "recover"},
         )
         write_current(warehouse, served[0], Path(served[1]))
+    elif served and _link(warehouse) != relative_to(Path(served[1]), warehouse):
+        log.warning(
+            "%s named %s but runcost.duckdb serves %s (a run died between the renames); it "
+            "now names %s",
+            LATEST_NAME,
+            _link(warehouse) or "nothing",
+            served[0],
+            served[0],
+            extra={"stage": "recover"},
+        )
+        write_current(warehouse, served[0], Path(served[1]))
     return removed
+
+
+def _link(warehouse: Path) -> str | None:
+    """Where warehouse/latest points (None when it is missing or not a link)."""
+    latest = warehouse / LATEST_NAME
+    return os.readlink(latest) if latest.is_symlink() else None
 
 
 def discard_snapshot(warehouse: Path, run_id: str) -> bool:

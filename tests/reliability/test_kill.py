@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 from pathlib import Path
 
 import pytest
@@ -24,6 +26,8 @@ from pipeline.warehouse.snapshots import DATABASE_NAME, open_database, snapshot_
 
 # the stages, and the steps of publish around its renames (pause points: pipeline/run/nightly.py)
 BEFORE_COMMIT = ["ingest", "build", "checks", "publish:snapshot", "publish:database"]
+# between the renames of the switch: runcost.duckdb (the commit point) is renamed, the record not
+BETWEEN_RENAMES = [f"publish:switch:{name}" for name in (DATABASE_NAME, "CURRENT", "latest")]
 AFTER_COMMIT = ["publish:pointer", "manifest"]
 
 
@@ -54,7 +58,7 @@ def world(tmp_path_factory: pytest.TempPathFactory, template: Path) -> dict:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("point", BEFORE_COMMIT + AFTER_COMMIT)
+@pytest.mark.parametrize("point", BEFORE_COMMIT + BETWEEN_RENAMES + AFTER_COMMIT)
 def test_kill_at_each_stage_then_rerun(
     tmp_path: Path, point: str, world: dict, reference_hashes: dict, changed_hashes: dict
 ) -> None:
@@ -79,12 +83,16 @@ def test_kill_at_each_stage_then_rerun(
         assert published_hashes(warehouse) == previous
     assert run_in_process(config) == ("published" if point in BEFORE_COMMIT else "unchanged")
     assert published_hashes(warehouse) == expected
+    current = json.loads((warehouse / "CURRENT").read_text(encoding="utf-8"))["run_id"]
+    assert os.readlink(warehouse / "latest") == f"snapshots/{current}"
 
     runs = manifests(warehouse)
     (killed,) = [item for item in runs if item.get("pid") == process.pid]
     assert killed["status"] == ("interrupted" if point in BEFORE_COMMIT else "published")
-    # after the commit point the record had switched with CURRENT: nothing to recover
-    assert killed.get("recovered", False) is (point in BEFORE_COMMIT)
+    # once the record has switched too there is nothing to recover
+    assert killed.get("recovered", False) is (point not in AFTER_COMMIT)
+    if point not in BEFORE_COMMIT:
+        assert current == killed["run_id"]
     assert runs[-1]["status"] == ("published" if point in BEFORE_COMMIT else "unchanged")
     snapshots = [path.name for path in (warehouse / "snapshots").iterdir()]
     assert not [name for name in snapshots if name.startswith(".")], "half-written leftovers"

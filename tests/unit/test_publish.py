@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import errno
 import json
+import os
+import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import duckdb
 import pytest
 
 from pipeline.run.as_of import write_snapshot_database
+from pipeline.run.recovery import recover_dead_runs
 from pipeline.warehouse import publish as publish_module
 from pipeline.warehouse.publish import (
     content_hash,
@@ -20,6 +25,7 @@ from pipeline.warehouse.publish import (
 from pipeline.warehouse.snapshots import (
     DATABASE_NAME,
     current_snapshot,
+    database_snapshot,
     open_database,
     prune,
     recover,
@@ -225,3 +231,116 @@ def test_both_partitioned_writes_publish_the_same_layout_and_rows(
     query = "select * from normalized.cost_lines order by line_id"
     assert published.execute(query).fetchall() == con.execute(query).fetchall()
     published.close()
+
+
+FIRST, SECOND = "20261101T000000Z-aaaaaa", "20261102T000000Z-bbbbbb"
+
+
+def named(warehouse: Path, run_id: str) -> dict[str, str | None]:
+    """Which snapshot runcost.duckdb, CURRENT and latest name, and whether ``run_id``'s record
+    says its snapshot is current."""
+    served = database_snapshot(warehouse)
+    record = json.loads((warehouse / "runs" / run_id / "manifest.json").read_text())
+    return {
+        "runcost.duckdb": served[0] if served else None,
+        "CURRENT": json.loads((warehouse / "CURRENT").read_text())["run_id"],
+        "latest": os.readlink(warehouse / "latest").removeprefix("snapshots/"),
+        "record": run_id if record["status"] == "published" else None,
+    }
+
+
+def agree(warehouse: Path, run_id: str, current: str) -> None:
+    """The switch's invariant: all name ``current``; the run's record says published iff it is
+    the run's own snapshot."""
+    assert named(warehouse, run_id) == {
+        "runcost.duckdb": current,
+        "CURRENT": current,
+        "latest": current,
+        "record": run_id if current == run_id else None,
+    }
+
+
+def publish_run(build, warehouse: Path, run_id: str) -> None:
+    """publish() as a run calls it: the run's record says running and switches to published."""
+    run_dir = warehouse / "runs" / run_id
+    run_dir.mkdir(parents=True)
+    (run_dir / "manifest.json").write_text(json.dumps({"run_id": run_id, "status": "running"}))
+    published = json.dumps({"run_id": run_id, "status": "published"})
+    publish(build, warehouse, run_id, records=[(run_dir / "manifest.json", published)])
+
+
+def failing_switch(monkeypatch: pytest.MonkeyPatch, fails: Callable[[int], bool]) -> list[str]:
+    """Make the Nth os.replace inside the publish switch raise where ``fails(N)``; returns the
+    renames tried, by target name."""
+    real_switch, real_replace, tried = publish_module.switch, os.replace, []
+
+    def replace(source: object, target: object) -> None:
+        tried.append(Path(str(target)).name)
+        if fails(len(tried)):
+            raise PermissionError(errno.EACCES, "Permission denied", str(source), None, str(target))
+        real_replace(source, target)
+
+    def switch(*args: object) -> None:
+        with monkeypatch.context() as patched:
+            patched.setattr(os, "replace", replace)
+            real_switch(*args)
+
+    monkeypatch.setattr(publish_module, "switch", switch)
+    return tried
+
+
+SWITCHED = [DATABASE_NAME, "CURRENT", "latest", "manifest.json"]
+
+
+@pytest.mark.parametrize("failing", [1, 2, 3, 4], ids=SWITCHED)
+def test_a_failed_rename_in_the_switch_is_undone(
+    tmp_path: Path, build, monkeypatch: pytest.MonkeyPatch, failing: int
+) -> None:
+    publish_run(build, tmp_path, FIRST)
+    tried = failing_switch(monkeypatch, lambda call: call == failing)
+    with pytest.raises(publish_module.PublishError) as caught:
+        publish_run(build, tmp_path, SECOND)
+    assert tried[:failing] == SWITCHED[:failing], "runcost.duckdb first: the commit point"
+    source, target = (tmp_path / f".{SWITCHED[failing - 1]}.{SECOND}.tmp", SWITCHED[failing - 1])
+    if target == "manifest.json":
+        source = tmp_path / "runs" / SECOND / f".manifest.json.{SECOND}.tmp"
+        target = str(tmp_path / "runs" / SECOND / "manifest.json")
+    else:
+        target = str(tmp_path / target)
+    assert str(caught.value) == (
+        f"could not make snapshot {SECOND} current: [Errno 13] Permission denied: '{source}' -> "
+        f"'{target}'; the switch was undone and the current snapshot {FIRST} stays current. "
+        f"Check the permissions of {tmp_path} and the disk holding it, then run again"
+    )
+    agree(tmp_path, SECOND, FIRST)
+    assert sorted(path.name for path in (tmp_path / "snapshots").iterdir()) == [FIRST]
+    assert not [path.name for path in tmp_path.rglob(".*")], "temporary files left"
+
+    monkeypatch.undo()
+    shutil.rmtree(tmp_path / "runs" / SECOND)
+    publish_run(build, tmp_path, SECOND)  # the next try switches whole
+    agree(tmp_path, SECOND, SECOND)
+
+
+@pytest.mark.parametrize("failing", [2, 3, 4], ids=SWITCHED[1:])
+def test_a_switch_that_cannot_be_undone_is_repaired_by_the_next_run(
+    tmp_path: Path, build, monkeypatch: pytest.MonkeyPatch, failing: int
+) -> None:
+    publish_run(build, tmp_path, FIRST)
+    failing_switch(monkeypatch, lambda call: call >= failing)
+    with pytest.raises(publish_module.PublishError) as caught:
+        publish_run(build, tmp_path, SECOND)
+    assert "; nor undo the switch: [Errno 13] Permission denied: " in str(caught.value)
+    assert str(caught.value).endswith(
+        f". {DATABASE_NAME}, CURRENT and latest may name different snapshots until the next "
+        f"run, which repairs them: check the permissions of {tmp_path} and the disk holding "
+        "it, then run again"
+    )
+    monkeypatch.undo()
+    # the run records its failure; the next run, holding the lock, repairs before it starts
+    run_dir = tmp_path / "runs" / SECOND
+    (run_dir / "manifest.json").write_text(json.dumps({"run_id": SECOND, "status": "failed"}))
+    recover_dead_runs(tmp_path)
+    agree(tmp_path, SECOND, SECOND)
+    assert json.loads((run_dir / "manifest.json").read_text())["recovered"] is True
+    assert not [path.name for path in tmp_path.rglob(".*")]
