@@ -11,8 +11,14 @@ from pathlib import Path
 import duckdb
 
 from pipeline.common.money import MONEY_SQL
+from pipeline.warehouse.integrity import DamagedRecord, damaged_files
 from pipeline.warehouse.raw_store import DELIVERY_FILE, Delivery
-from pipeline.warehouse.snapshots import current_snapshot, snapshot_record, sql_path
+from pipeline.warehouse.snapshots import (
+    current_snapshot,
+    kept_snapshots,
+    snapshot_record,
+    sql_path,
+)
 
 log = logging.getLogger("runcost")
 
@@ -164,14 +170,19 @@ def register_deliveries(con: duckdb.DuckDBPyConnection, deliveries: Iterable[Del
 
 def load_previous(con: duckdb.DuckDBPyConnection, folder: Path | None) -> str | None:
     """Fill raw.previous_* from a published snapshot folder; return its run id (None: none)."""
-    record = snapshot_record(folder) if folder is not None else None
+    try:
+        record = snapshot_record(folder) if folder is not None else None
+    except DamagedRecord:  # the run warned at its start; it has no previous snapshot to read
+        return None
     if folder is None or record is None:
         return None
     tables = record.get("tables", {})
+    # a damaged table of the previous snapshot reads as empty (the run warned at its start)
+    damaged = {item.table for item in damaged_files(folder)}
     for name, (published, columns) in PREVIOUS.items():
         entry = tables.get(published)
         _create(con, name, columns)
-        if entry is None or not entry.get("rows"):
+        if entry is None or not entry.get("rows") or published in damaged:
             continue
         present = {column for column, _kind in entry.get("columns", [])}
         select = ", ".join(
@@ -189,12 +200,18 @@ def load_previous(con: duckdb.DuckDBPyConnection, folder: Path | None) -> str | 
 
 
 def previous_folder(warehouse: Path) -> Path | None:
-    """The current snapshot's folder (the one this run compares with), or None."""
+    """The snapshot this run compares with: the current one's folder, or, when a file of it is
+    missing or damaged, the newest whole snapshot kept from before it (None: there is none)."""
     current = current_snapshot(warehouse)
     if current is None:
         return None
     folder = Path(current["snapshot"])
-    return folder if folder.is_dir() else None
+    if not folder.is_dir():
+        return None
+    if not damaged_files(folder):
+        return folder
+    older = [path for path, _at in kept_snapshots(warehouse / "snapshots") if path < folder]
+    return next((path for path in reversed(older) if not damaged_files(path)), None)
 
 
 def _config_fingerprint(folder: Path, tables: dict) -> str | None:

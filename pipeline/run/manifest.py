@@ -29,6 +29,8 @@ class RunManifest:
     status: str = "running"  # published, unchanged, failed, failed_checks (interrupted: recovery)
     pid: int = field(default_factory=os.getpid)
     allow_shrink: list[str] | None = None  # runcost run --allow-shrink: periods allowed once
+    # the current snapshot's damaged files this run found and publishes whole again
+    repaired: list[dict[str, str | None]] | None = None
     inputs: dict[str, Any] | None = None
     previous_snapshot: str | None = None
     code_hash: str | None = None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -34,7 +35,10 @@ from pipeline.run.record import (
     totals,
 )
 from pipeline.run.recovery import (
+    damaged_current,
     manifest_text,
+    note_repaired,
+    published_telemetry_damaged,
     record_failure,
     record_published,
     recover_dead_runs,
@@ -91,6 +95,9 @@ def run_pipeline(
     clock = now or datetime.now(UTC)
     with WarehouseLock(config.warehouse, config.lock_timeout_seconds, run_id) as lock:
         recover_dead_runs(config.warehouse)
+        damaged = damaged_current(config.warehouse)
+        if published_telemetry_damaged(config.warehouse, damaged):
+            config = dataclasses.replace(config, telemetry_keep_published=False)
         run_dir = config.warehouse / "runs" / run_id
         run_dir.mkdir(parents=True)
         timings: dict[str, float] = {"lock": lock.waited} if lock.waited >= 0.5 else {}
@@ -102,11 +109,15 @@ def run_pipeline(
             config_hash=config_hash(config),
             clock=clock.isoformat(timespec="seconds"),
             allow_shrink=list(allow_shrink),
+            repaired=[dataclasses.asdict(item) for item in damaged] or None,
         )
         manifest.write(run_dir)
         events = Events(progress, on_event, timings, checkpoint)
         try:
-            return _run(config, events, run_dir, manifest, clock)
+            result = _run(config, events, run_dir, manifest, clock)
+            if damaged and result.status == "published":
+                note_repaired(damaged, result.run_id)
+            return result
         except CheckFailed:
             raise  # recorded as failed_checks where the checks ran
         except BaseException as error:

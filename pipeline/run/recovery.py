@@ -11,6 +11,7 @@ from pathlib import Path
 from pipeline.run.as_of import write_snapshot_database
 from pipeline.run.manifest import write_manifest
 from pipeline.warehouse.commit import check_database
+from pipeline.warehouse.integrity import DamagedFile, DamagedRecord, damaged_files
 from pipeline.warehouse.snapshots import (
     DATABASE_NAME,
     current_snapshot,
@@ -79,6 +80,44 @@ def recover_dead_runs(warehouse: Path) -> None:
         log.warning("removed %s left by a run that died", path, extra={"stage": "recover"})
 
 
+def damaged_current(warehouse: Path) -> list[DamagedFile]:
+    """The current snapshot's missing or damaged files, named in one warning: the run builds
+    every table again from raw/ and the telemetry and publishes a whole snapshot instead."""
+    current = current_snapshot(warehouse)
+    if current is None:
+        return []
+    found = damaged_files(Path(current["snapshot"]))
+    if found:
+        log.warning(
+            "the current snapshot %s is damaged: %s; this run rebuilds it from raw/ and the "
+            "telemetry%s and publishes it whole",
+            current["run_id"],
+            "; ".join(f"{item.path}: {item.problem}" for item in found),
+            " it reads (not the damaged published telemetry)"
+            if published_telemetry_damaged(warehouse, found)
+            else "",
+            extra={"stage": "recover"},
+        )
+    return found
+
+
+def published_telemetry_damaged(warehouse: Path, found: list[DamagedFile]) -> bool:
+    """Whether one of ``found`` is a telemetry table of the current snapshot."""
+    current = current_snapshot(warehouse)
+    folder = Path(current["snapshot"]) / "telemetry" if current else None
+    return folder is not None and any(Path(item.path).parent == folder for item in found)
+
+
+def note_repaired(found: list[DamagedFile], run_id: str) -> None:
+    """Say what a run that published over a damaged snapshot repaired."""
+    log.warning(
+        "repaired the damaged snapshot: snapshot %s is current and whole; rebuilt %s",
+        run_id,
+        ", ".join(item.path for item in found),
+        extra={"stage": "publish"},
+    )
+
+
 def _mark_published(run_dir: Path, manifest: dict, snapshot: str) -> None:
     manifest.update(status="published", snapshot=snapshot, recovered=True)
     _drop_build(run_dir)
@@ -104,7 +143,10 @@ def repair_database(warehouse: Path) -> None:
     if current is None or database_snapshot(warehouse) is not None:
         return
     folder = Path(current["snapshot"])
-    if snapshot_record(folder) is None:
+    try:
+        if snapshot_record(folder) is None:
+            return
+    except DamagedRecord:  # the run publishes a whole snapshot instead (damaged_current)
         return
     temporary = warehouse / f".{DATABASE_NAME}.repair.tmp"
     temporary.unlink(missing_ok=True)

@@ -26,6 +26,7 @@ from pipeline.warehouse.commit import (
     switch_failure,
     write_failure,
 )
+from pipeline.warehouse.integrity import table_files
 from pipeline.warehouse.parquet import write_parquet
 from pipeline.warehouse.snapshots import (
     DATABASE_NAME,
@@ -200,6 +201,8 @@ def publish(
                     "partition_by": table.partition_by,
                     "path": str(relative_path(table)),
                     "columns": [list(column) for column in table.columns],
+                    # the files and their sizes: a damaged snapshot is found without reading it
+                    "files": table_files(staging, {"path": str(relative_path(table))}),
                 }
                 for table in contents
             },

@@ -13,12 +13,15 @@ from pathlib import Path
 import duckdb
 
 from pipeline.common.errors import RuncostError
+from pipeline.warehouse.integrity import (
+    SNAPSHOT_RECORD as SNAPSHOT_RECORD,  # where it has always been imported from
+)
+from pipeline.warehouse.integrity import DamagedRecord, damaged_files, read_record
 
 log = logging.getLogger("runcost")
 
 DATABASE_NAME = "runcost.duckdb"
 CURRENT_NAME = "CURRENT"
-SNAPSHOT_RECORD = "snapshot.json"
 KEEP_SNAPSHOTS = 3
 # runcost.duckdb is written in the storage of DuckDB 1.1, which every DuckDB since reads
 STORAGE_VERSION = "v1.1.0"
@@ -96,11 +99,9 @@ def snapshots_folder(database: Path, recorded: str) -> Path:
 
 
 def snapshot_record(folder: Path) -> dict | None:
-    """snapshot.json of a published snapshot (None for snapshots written before it existed)."""
-    path = folder / SNAPSHOT_RECORD
-    if not path.is_file():
-        return None
-    return json.loads(path.read_text(encoding="utf-8"))
+    """snapshot.json of a published snapshot (None for snapshots written before it existed);
+    raises DamagedRecord, naming the file and the fix, when it is not a whole record."""
+    return read_record(folder)
 
 
 def database_snapshot(warehouse: Path, name: str = DATABASE_NAME) -> tuple[str, str] | None:
@@ -140,6 +141,8 @@ def unchanged_snapshot(
     if current is None:
         return None
     folder = warehouse / "snapshots" / current["run_id"]
+    if damaged_files(folder):  # published again, whole
+        return None
     record = snapshot_record(folder)
     if record is None or record.get("hash_algorithm") != HASH_ALGORITHM:
         return None
@@ -263,7 +266,10 @@ def kept_snapshots(snapshots: Path) -> list[tuple[Path, datetime]]:
     for path in sorted(snapshots.iterdir()):
         if not path.is_dir() or path.name.startswith("."):
             continue
-        record = snapshot_record(path)
+        try:
+            record = snapshot_record(path)
+        except DamagedRecord:  # a damaged snapshot.json: its time is in its name as well
+            record = None
         stamp = record.get("published_at") if record else None
         if isinstance(stamp, str):
             found.append((path, datetime.fromisoformat(stamp)))

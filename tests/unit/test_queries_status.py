@@ -88,7 +88,9 @@ def test_json_keeps_the_published_shape(published: dict) -> None:
     plain = json.loads(json.dumps(found.to_json()))
     assert list(plain) == [
         "warehouse", "current", "database_run_id", "running", "last_run", "periods",
+        "damaged_files",
     ]  # fmt: skip
+    assert plain["damaged_files"] == []
     assert list(plain["current"]) == [
         "run_id",
         "snapshot",

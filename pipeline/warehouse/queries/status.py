@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -10,6 +10,7 @@ from typing import Any
 import duckdb
 
 from pipeline.common.duck import connect, literal
+from pipeline.warehouse.integrity import DamagedFile, DamagedRecord, damaged_files
 from pipeline.warehouse.lock import Holder, running_holder
 from pipeline.warehouse.queries.runs import LastRun, last_run
 from pipeline.warehouse.snapshots import (
@@ -72,6 +73,8 @@ class WarehouseStatus:
     running: Holder | None
     last_run: LastRun | None
     periods: list[PeriodStatus]
+    # files of the current snapshot that are missing or damaged (the next run rebuilds them)
+    damaged_files: list[DamagedFile] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         """Plain values for JSON: paths and decimals as strings."""
@@ -86,15 +89,21 @@ class WarehouseStatus:
         found["periods"] = [
             asdict(period) | {"billed_cost": str(period.billed_cost)} for period in self.periods
         ]
+        if self.current is not None:
+            found["damaged_files"] = [asdict(item) for item in self.damaged_files]
         return found
 
 
 def warehouse_status(warehouse: Path) -> WarehouseStatus:
     """The warehouse's state: snapshot, the run holding the lock, the last run, periods."""
     pointer = current_snapshot(warehouse)
-    current, served = None, None
+    current, served, damaged = None, None, []
     if pointer is not None:
-        record = snapshot_record(Path(pointer["snapshot"])) or {}
+        damaged = damaged_files(Path(pointer["snapshot"]))
+        try:
+            record = snapshot_record(Path(pointer["snapshot"])) or {}
+        except DamagedRecord:  # listed in damaged
+            record = {}
         current = CurrentSnapshot(
             run_id=pointer["run_id"],
             snapshot=pointer["snapshot"],
@@ -112,6 +121,7 @@ def warehouse_status(warehouse: Path) -> WarehouseStatus:
         running=running_holder(warehouse) if warehouse.is_dir() else None,
         last_run=last_run(runs[-1]) if runs else None,
         periods=period_statuses(warehouse / DATABASE_NAME) if current is not None else [],
+        damaged_files=damaged,
     )
 
 
