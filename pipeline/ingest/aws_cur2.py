@@ -14,7 +14,12 @@ import pyarrow.parquet as pq
 
 from pipeline.common.errors import InputError
 from pipeline.config.loader import Config
-from pipeline.ingest.cur_convert import convert_all, file_format, needs_conversion
+from pipeline.ingest.cur_convert import (
+    convert_all,
+    file_format,
+    needs_conversion,
+    unreadable_footer,
+)
 from pipeline.ingest.cur_plan import Planned, periods, plan
 from pipeline.ingest.cur_validate import (
     check_columns,
@@ -299,10 +304,7 @@ def _check_parquet(path: Path, where: str, period: str, config: Config) -> None:
         parquet = pq.ParquetFile(path)
         schema = parquet.schema_arrow
     except (pa.ArrowException, OSError) as error:
-        raise InputError(
-            f"{where}: not a Parquet file (its footer cannot be read: {error}); "
-            "if it is Parquet, the copy is damaged or truncated, so copy it again"
-        ) from error
+        raise unreadable_footer(where, error) from error
     check_columns(schema, where, config)
     check_period(path, parquet.metadata, where, period)
     note_extra_columns(list(schema.names), where)

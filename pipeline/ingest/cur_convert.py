@@ -23,7 +23,7 @@ from pipeline.ingest.cur_values import FIX, WHOLE_COPY
 from pipeline.ingest.legacy_cur import LegacyHeader, is_legacy_header, map_header
 from pipeline.ingest.unreadable import GZIP_ERRORS, check_gzip, damaged
 from pipeline.ingest.utf8 import check_utf8
-from pipeline.ingest.value_rules import refused
+from pipeline.ingest.value_rules import AFRESH, refused
 from schemas import aws_cur2
 
 BATCH_ROWS = 64_000
@@ -60,7 +60,10 @@ def read_header(path: Path, kind: str, where: str | None = None) -> list[str]:
     """The column names of a CSV (plain or gzip) or Parquet file, stripped of spaces; ``where``
     names the file in messages (the export's name, not the staging copy's)."""
     if kind == "parquet":
-        return list(pq.read_schema(path).names)
+        try:
+            return list(pq.read_schema(path).names)
+        except (pa.ArrowException, OSError) as error:
+            raise unreadable_footer(where or str(path), error) from error
     opener = gzip.open if kind == "gzip" else open
     with opener(path, "rt", encoding="utf-8-sig", newline="") as handle:  # type: ignore[operator]
         try:
@@ -73,6 +76,15 @@ def read_header(path: Path, kind: str, where: str | None = None) -> list[str]:
         except (OSError, EOFError, csv.Error) as error:
             raise InputError(f"{where or path}: cannot read the CSV header ({error})") from error
     return [name.strip() for name in first]
+
+
+def unreadable_footer(where: str, error: BaseException) -> InputError:
+    """A .parquet file whose footer (its schema) cannot be read."""
+    detail = " ".join(str(error).split())
+    return InputError(
+        f"{where}: not a Parquet file (its footer cannot be read: {detail}); if it is Parquet, "
+        f"the copy is damaged or truncated: {WHOLE_COPY} and run again; {AFRESH}"
+    )
 
 
 def needs_conversion(path: Path, where: str | None = None) -> bool:
@@ -225,9 +237,8 @@ def _run(source: Path, kind: str, plan: _Plan, target: Path, where: str) -> int:
             raise damaged(where, error, WHOLE_COPY) from error
         if kind == "gzip":
             check_gzip(source, where, WHOLE_COPY)
-        if kind != "parquet":
-            check_utf8(source, kind == "gzip", where, _CSV)
-            _refuse_bad_cell(con, reader, plan, where)
+        check_utf8(source, kind == "gzip", where, _CSV)
+        _refuse_bad_cell(con, reader, plan, where)
         detail = " ".join(str(error).split())
         raise InputError(
             f"{where}: cannot read it as a CUR CSV export ({detail[:600]}); the file is damaged "

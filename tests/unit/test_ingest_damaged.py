@@ -62,6 +62,17 @@ def cur_parquet_page(root: Path) -> Path:
     return path
 
 
+def cur_parquet_footer(root: Path) -> Path:
+    """The magic bytes at both ends are whole; the footer between them is not."""
+    write_export(root, {"x.parquet": cur_table(rows=50)})
+    path = root / DATA / "x.parquet"
+    content = bytearray(path.read_bytes())
+    footer = len(content) - 8 - int.from_bytes(content[-8:-4], "little")
+    content[footer : footer + 16] = b"\xab" * 16
+    path.write_bytes(bytes(content))
+    return path
+
+
 def cur_gzip(cut: Callable[[bytes], bytes]) -> Callable[[Path], Path]:
     def build(root: Path) -> Path:
         write_csv_export(root, {"a.csv.gz": cut(csv_bytes(cur_table(rows=50)))})
@@ -82,6 +93,7 @@ def scramble(content: bytes) -> bytes:
 
 CUR = {
     "parquet page": (cur_parquet_page, BAD_PAGE),
+    "parquet footer": (cur_parquet_footer, BAD_PAGE),
     "gzip cut short": (cur_gzip(lambda content: content[: len(content) // 2]), CUT_SHORT),
     "gzip damaged": (cur_gzip(scramble), "CRC check failed"),
 }
@@ -95,7 +107,12 @@ def test_a_cur_file_that_cannot_be_read_through_is_named_with_the_fix(tmp_path: 
     with pytest.raises(InputError) as caught:
         ingest_aws_exports(config_for(tmp_path, root))
     message = str(caught.value)
-    if case == "gzip damaged":  # the CRC values in the message are the file's own
+    if case == "parquet footer":
+        assert message == (
+            f"{path}: not a Parquet file (its footer cannot be read: Couldn't deserialize "
+            f"thrift: {BAD_PAGE}); if it is Parquet, the copy is damaged or truncated: " + CUR_FIX
+        )
+    elif case == "gzip damaged":  # the CRC values in the message are the file's own
         assert message.startswith(f"{path}: cannot be read through (CRC check failed 0x")
         assert message.endswith(f"), so the copy is damaged or cut short: {CUR_FIX}")
     else:
