@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 from test_refusals import one_error, redeliver, world
@@ -114,3 +115,50 @@ def test_a_run_holding_the_lock_is_still_running(tmp_path: Path, template: Path)
     assert (held["status"], "error" in held) == ("running", False)
     assert gone["status"] == "failed"
     assert gone["error"].startswith("crashed or stopped: the process (pid 1) is gone ")
+
+
+def break_page(path: Path, column: str) -> None:
+    """Overwrite the header of ``column``'s first page; the footer stays whole (as
+    tests/unit/test_ingest_damaged.py does)."""
+    chunk = pq.ParquetFile(path).metadata.row_group(0)
+    (meta,) = [
+        chunk.column(index)
+        for index in range(chunk.num_columns)
+        if chunk.column(index).path_in_schema == column
+    ]
+    start = meta.dictionary_page_offset or meta.data_page_offset
+    content = bytearray(path.read_bytes())
+    content[start : start + 16] = b"\xab" * 16
+    path.write_bytes(bytes(content))
+
+
+def test_a_corrupt_page_in_a_re_delivery_keeps_the_snapshot_and_a_whole_copy_is_read(
+    tmp_path: Path, template: Path
+):
+    config, warehouse = world(tmp_path, template)
+    pointer = (warehouse / "CURRENT").read_text(encoding="utf-8")
+    before = published_hashes(warehouse)
+    stored = sorted((warehouse / "raw").rglob("*"))
+    data = redeliver(config, lambda table: table)
+    whole = data.read_bytes()
+    break_page(data, "line_item_unblended_cost")
+
+    result = CliRunner().invoke(main, ["run", "--config", str(config)])
+
+    assert result.exit_code == 1
+    assert one_error(result.output) == (
+        f"error: {data}: cannot be read through (Variable-length int over 10 bytes.), so the "
+        "copy is damaged or cut short: re-deliver the file as AWS wrote it (copy it again from "
+        "the export's bucket, or wait for the export's next delivery of the period, which "
+        "replaces it) and run again; nothing of this delivery was stored in raw/ and the "
+        "current snapshot is unchanged, so the corrected copy is read afresh on the next run"
+    )
+    assert (warehouse / "CURRENT").read_text(encoding="utf-8") == pointer
+    assert published_hashes(warehouse) == before
+    assert sorted((warehouse / "raw").rglob("*")) == stored
+    assert manifests(warehouse)[-1]["status"] == "failed"
+
+    data.write_bytes(whole)  # the operator copies the file again; same manifest
+    assert run_in_process(config) == "published", "the whole copy is read afresh"
+    runs = manifests(warehouse)
+    assert runs[-1]["totals"] == runs[0]["totals"]
