@@ -15,7 +15,7 @@ def write_report(database: Path, output: Path) -> Path:
     """Render the report from a published database into ``output`` (written, then renamed)."""
     con = open_snapshot(database)
     try:
-        html = render(con, source=database.name)
+        html = render(con, source=database.name, snapshots=database.parent / "snapshots")
     finally:
         con.close()
     output.parent.mkdir(parents=True, exist_ok=True)

@@ -24,6 +24,17 @@ class Section:
     numeric: frozenset[int]
     sql: str
     empty: str = "No rows in this snapshot."
+    # value column -> a column (not shown) saying why the value is NULL, shown in its place
+    explained: tuple[tuple[int, int], ...] = ()
+
+
+# NULL: no billing period touches the attempt (no cost line, no estimated hour)
+PERIOD_STATUS = """
+    coalesce(
+        any_value(period_status),
+        case when any_value(started_at) is null then '—, never started' else 'no period' end
+    )
+"""
 
 
 SECTIONS = (
@@ -45,13 +56,13 @@ SECTIONS = (
             "period status",
         ),
         frozenset({4, 5, 6}),
-        """
+        f"""
         select
             attempt_id, experiment_id, any_value(status), any_value(capacity_type),
             round(any_value(gpu_hours), 2),
             sum(effective_cost) filter (where allocation_model = 'fully_loaded'),
             sum(effective_cost) filter (where allocation_model = 'marginal'),
-            any_value(cost_status), coalesce(any_value(period_status), 'open')
+            any_value(cost_status), {PERIOD_STATUS}
         from marts.attempt_costs
         group by attempt_id, experiment_id
         order by 6 desc nulls last, attempt_id
@@ -65,14 +76,14 @@ SECTIONS = (
         "billed in an open period (may still change), or an estimate of hours not yet billed.",
         ("cost status", "period status", "attempts", "fully loaded", "unbilled estimate"),
         frozenset({2, 3, 4}),
-        """
+        f"""
         select
-            cost_status, coalesce(period_status, 'open') as period_status, count(*),
+            cost_status, {PERIOD_STATUS} as period_status, count(*),
             sum(effective_cost), sum(coalesce(unbilled_estimate, 0))
         from marts.attempt_costs
         where allocation_model = 'fully_loaded'
-        group by all
-        order by all
+        group by cost_status, period_status
+        order by cost_status, period_status
         """,
     ),
     Section(
@@ -96,24 +107,20 @@ SECTIONS = (
         "marts.cost_per_accepted_result",
         "Fully loaded cost, failed attempts included, divided by the results that met their "
         "experiment's quality bar, per team and capacity type.",
-        (
-            "by",
-            "value",
-            "experiments",
-            "accepted results",
-            "total cost",
-            "per accepted result",
-            "why none",
-        ),
+        ("by", "value", "experiments", "accepted results", "total cost", "per accepted result"),
         frozenset({2, 3, 4, 5}),
         """
         select
-            dimension, dimension_value, experiments, accepted_results, total_cost,
-            cost_per_accepted_result, coalesce(no_result_reason, '')
+            dimension,
+            -- NULL: cost on the experiment alone (tagged to it), which has no attempt to group by
+            coalesce(dimension_value, '(none: experiment-level cost)'),
+            experiments, accepted_results, total_cost, cost_per_accepted_result,
+            replace(coalesce(no_result_reason, 'no value in the mart'), '_', ' ')
         from marts.cost_per_accepted_result
         where allocation_model = 'fully_loaded' and dimension in ('all', 'team', 'capacity_type')
         order by dimension = 'all' desc, dimension, dimension_value
         """,
+        explained=((5, 6),),
     ),
     Section(
         "goodput",
@@ -133,12 +140,28 @@ SECTIONS = (
         frozenset({2, 3, 4, 5}),
         """
         select
-            attempt_id, capacity_type, round(billed_gpu_hours, 2), round(goodput_used, 3),
-            cost_per_billed_gpu_hour, cost_per_useful_gpu_hour, goodput_source
+            attempt_id, capacity_type, round(billed_gpu_hours, 2),
+            -- an attempt that never ran has no goodput, whatever a model would predict for it
+            case
+                when billed_gpu_hours is null then 'n/a: never ran'
+                when billed_gpu_hours = 0 then 'n/a: no GPU-hours'
+                else printf('%.3f', goodput_used)
+            end,
+            cost_per_billed_gpu_hour, cost_per_useful_gpu_hour,
+            case when coalesce(billed_gpu_hours, 0) = 0 then 'none' else goodput_source end,
+            case
+                when coalesce(billed_gpu_hours, 0) = 0 then 'n/a: no GPU-hours'
+                else 'n/a: no productive hours known'
+            end,
+            case
+                when coalesce(billed_gpu_hours, 0) = 0 then 'n/a: no GPU-hours'
+                else 'n/a: no cost'
+            end
         from marts.attempt_goodput
         where allocation_model = 'fully_loaded'
         order by cost desc nulls last, attempt_id
         """,
+        explained=((5, 7), (4, 8)),
     ),
     Section(
         "capacity",
@@ -160,11 +183,14 @@ SECTIONS = (
         """
         select
             capacity_type, attempts, interruptions, total_cost, price_per_gpu_hour,
-            round(goodput, 3), price_per_useful_gpu_hour, pays_off_against_on_demand
+            round(goodput, 3), price_per_useful_gpu_hour, pays_off_against_on_demand,
+            'n/a: no GPU-hours',
+            case when capacity_type = 'on_demand' then 'n/a: the reference' else 'n/a' end
         from marts.capacity_type_economics
         where allocation_model = 'fully_loaded'
         order by capacity_type
         """,
+        explained=((5, 8), (6, 8), (7, 9)),
     ),
     Section(
         "waste",
@@ -183,24 +209,6 @@ SECTIONS = (
         """,
         "No waste found in this snapshot.",
     ),
-    Section(
-        "changes",
-        "What changed since the last run",
-        "marts.cost_changes",
-        "Attempts and experiments whose fully loaded cost (billed plus unbilled estimate) moved "
-        "against the previous snapshot, and why.",
-        ("level", "experiment", "attempt", "previous", "now", "change", "reasons"),
-        frozenset({3, 4, 5}),
-        """
-        select
-            change_level, coalesce(experiment_id, ''), coalesce(attempt_id, ''), previous_total,
-            total, change, reasons
-        from marts.cost_changes
-        where allocation_model = 'fully_loaded' and change <> 0
-        order by abs(change) desc, change_level, experiment_id, attempt_id
-        """,
-        "Nothing moved against the previous snapshot (or this is the first one).",
-    ),
 )
 
 Table = Callable[[list[str], list[tuple], set[int]], str]
@@ -215,8 +223,23 @@ def analyst_sections(con: duckdb.DuckDBPyConnection, table: Table) -> list[str]:
     ]
 
 
-def _section(con: duckdb.DuckDBPyConnection, section: Section, table: Table) -> str:
+def section_rows(con: duckdb.DuckDBPyConnection, section: Section) -> list[tuple]:
+    """The section's rows as shown: a NULL with an explanation column reads as the explanation."""
     rows = con.execute(section.sql).fetchall()
+    hidden = {reason for _, reason in section.explained}
+    shown = [index for index in range(len(section.headers)) if index not in hidden]
+    reasons = dict(section.explained)
+    return [
+        tuple(
+            row[reasons[index]] if row[index] is None and index in reasons else row[index]
+            for index in shown
+        )
+        for row in rows
+    ]
+
+
+def _section(con: duckdb.DuckDBPyConnection, section: Section, table: Table) -> str:
+    rows = section_rows(con, section)
     body = (
         table(list(section.headers), rows, set(section.numeric))
         if rows
@@ -224,6 +247,7 @@ def _section(con: duckdb.DuckDBPyConnection, section: Section, table: Table) -> 
     )
     return (
         f"<section id='{section.anchor}'><h2>{escape(section.title)}</h2>"
-        f"<p class='note'>{escape(section.note)} Source: {escape(section.mart)}.</p>"
+        f"<p class='note'>{escape(section.note)} Amounts: {escape(data.BASIS_LABEL)}. "
+        f"Source: {escape(section.mart)}.</p>"
         f"<div class='table'>{body}</div></section>"
     )

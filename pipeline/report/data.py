@@ -15,6 +15,8 @@ from pipeline.common.money import MONEY_SQL
 # amortized cost (FOCUS: reconcile on billed, allocate on effective).
 MODEL = "fully_loaded"
 BASIS = "effective_cost"
+# how the page names it: once in the header, and in every section's note
+BASIS_LABEL = "effective cost, fully loaded"
 
 DAILY_SPEND = f"""
 with slices as (

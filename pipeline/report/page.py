@@ -7,6 +7,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from decimal import Decimal
 from html import escape
+from pathlib import Path
 from typing import Any
 
 import duckdb
@@ -14,6 +15,7 @@ import duckdb
 from pipeline import __version__
 from pipeline.report import data
 from pipeline.report.analyst import analyst_sections
+from pipeline.report.changes import changes_section
 from pipeline.report.svg import PALETTE, Stack, line_chart, scatter, stacked_bars
 
 KIND_COLORS = {"attributed": "#4e79a7", "shared": "#f28e2b", "unallocated": "#bab0ac"}
@@ -35,15 +37,17 @@ EXPERIMENT_HEADERS += ["fully loaded", "failed attempts' cost (fully loaded)"]
 COST_QUALITY_MARTS = ("marts.cost_quality_frontier", "marts.cost_quality")
 
 STYLE = """
-body { font-family: system-ui, sans-serif; color: #1f2937; margin: 24px auto; max-width: 1000px;
+body { font-family: system-ui, sans-serif; color: #1f2937; margin: 24px auto; max-width: 1200px;
   padding: 0 16px; box-sizing: border-box; }
 div.table { max-width: 100%; overflow-x: auto; }
+p.basis { font-size: 14px; font-weight: 600; margin: 8px 0 4px; }
 h1 { font-size: 22px; margin-bottom: 4px; } h2 { font-size: 18px; margin-top: 36px; }
 h3 { font-size: 14px; margin: 18px 0 6px; color: #374151; }
 p.note, p.meta { color: #6b7280; font-size: 13px; margin: 4px 0; }
 table { border-collapse: collapse; font-size: 12px; margin: 8px 0; }
-th, td { padding: 3px 6px; border-bottom: 1px solid #e5e7eb; text-align: left; }
+th, td { padding: 3px 5px; border-bottom: 1px solid #e5e7eb; text-align: left; }
 td { white-space: nowrap; } th { vertical-align: bottom; }
+td.wrap { white-space: normal; min-width: 5em; }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 .legend { font-size: 12px; margin: 4px 0 8px; }
 .legend span { display: inline-block; margin-right: 14px; }
@@ -82,6 +86,69 @@ CHECK_SCRIPT = """
     });
   });
   document.body.setAttribute("data-clipped-labels", String(clipped));
+  // two chart labels drawn over each other cannot be read: each label's box is turned into the
+  // chart's space with its own transform (day labels are rotated) and the boxes are tested with
+  // separating axes, so rotated labels side by side do not count
+  var overlapping = 0;
+  var pairs = [];
+  function corners(text) {
+    var b = text.getBBox();
+    var m = text.getCTM();
+    var svg = text.ownerSVGElement;
+    var base = svg.getCTM().inverse();
+    return [[b.x, b.y], [b.x + b.width, b.y], [b.x + b.width, b.y + b.height],
+      [b.x, b.y + b.height]].map(function (c) {
+      var p = svg.createSVGPoint();
+      p.x = c[0]; p.y = c[1];
+      return p.matrixTransform(m).matrixTransform(base);
+    });
+  }
+  function apart(a, b) {
+    var quads = [a, b];
+    for (var q = 0; q < 2; q += 1) {
+      for (var i = 0; i < 4; i += 1) {
+        var p1 = quads[q][i], p2 = quads[q][(i + 1) % 4];
+        var nx = p2.y - p1.y, ny = p1.x - p2.x;
+        var minA = Infinity, maxA = -Infinity, minB = Infinity, maxB = -Infinity;
+        a.forEach(function (p) { var v = p.x * nx + p.y * ny; minA = Math.min(minA, v);
+          maxA = Math.max(maxA, v); });
+        b.forEach(function (p) { var v = p.x * nx + p.y * ny; minB = Math.min(minB, v);
+          maxB = Math.max(maxB, v); });
+        var slack = 0.5 * Math.sqrt(nx * nx + ny * ny);
+        if (maxA <= minB + slack || maxB <= minA + slack) { return true; }
+      }
+    }
+    return false;
+  }
+  charts.forEach(function (svg) {
+    var labels = [];
+    svg.querySelectorAll("text").forEach(function (text) {
+      if (text.getBBox().width > 0) { labels.push([text, corners(text)]); }
+    });
+    for (var i = 0; i < labels.length; i += 1) {
+      for (var j = i + 1; j < labels.length; j += 1) {
+        if (!apart(labels[i][1], labels[j][1])) {
+          overlapping += 1;
+          pairs.push(labels[i][0].textContent + " / " + labels[j][0].textContent);
+        }
+      }
+    }
+  });
+  document.body.setAttribute("data-overlapping-pairs", pairs.slice(0, 5).join("; "));
+  document.body.setAttribute("data-overlapping-labels", String(overlapping));
+  // a table wider than its box hides columns behind a scroll; one past the window is cut off
+  var wide = [];
+  document.querySelectorAll("div.table").forEach(function (box) {
+    var table = box.querySelector("table");
+    if (!table) { return; }
+    var section = box.closest("section");
+    var name = section ? section.id : "?";
+    var right = table.getBoundingClientRect().right;
+    if (table.scrollWidth > box.clientWidth + 1 || right > window.innerWidth) {
+      wide.push(name + "(" + table.scrollWidth + ">" + box.clientWidth + ")");
+    }
+  });
+  document.body.setAttribute("data-wide-tables", wide.join(" "));
   document.body.setAttribute("data-page-width", String(document.documentElement.scrollWidth));
   document.body.setAttribute("data-window-width", String(window.innerWidth));
   document.body.setAttribute("data-report-rendered", ok ? "ok" : "failed");
@@ -90,13 +157,15 @@ CHECK_SCRIPT = """
 """
 
 
-def render(con: duckdb.DuckDBPyConnection, source: str) -> str:
-    """The whole report as one HTML document."""
+def render(con: duckdb.DuckDBPyConnection, source: str, snapshots: Path | None = None) -> str:
+    """The whole report as one HTML document; ``snapshots`` holds the kept snapshot folders
+    (the previous one is read to show what changed in the report's basis)."""
     snapshot = data.snapshot(con)
     sections = [
         _spend_by_day(con),
         _experiments(con),
         *analyst_sections(con, _table),
+        changes_section(con, snapshots, _table),
         _reconciliation(con),
         _tag_coverage(con),
         _cost_quality(con),
@@ -115,9 +184,10 @@ def render(con: duckdb.DuckDBPyConnection, source: str) -> str:
 <p class="meta">Snapshot {escape(snapshot.run_id)} · billing periods {escape(periods)} ·
 {snapshot.cost_lines} cost lines · currencies {escape(", ".join(snapshot.currencies))} ·
 generated {generated} by runcost {__version__}</p>
-<p class="note">Amounts are effective cost (Savings Plans and Reserved Instances amortized) under
-the fully loaded model unless a table says otherwise. Every number is a SQL aggregate over
-{escape(source)}.</p>
+<p class="basis">All amounts: {escape(data.BASIS_LABEL)} (Savings Plans and Reserved Instances
+amortized; shared and unallocated cost spread over attempts). Only the reconciliation shows every
+basis and both models, as it ties each to the bill.</p>
+<p class="note">Every number is a SQL aggregate over {escape(source)}.</p>
 {"".join(section for section in sections if section)}
 <script>{CHECK_SCRIPT}</script>
 </body>
@@ -246,22 +316,50 @@ def _experiments(con: duckdb.DuckDBPyConnection) -> str:
 
 def _reconciliation(con: duckdb.DuckDBPyConnection) -> str:
     names, rows = data.reconciliation(con)
+    # invoiced is what makes a period final: the status column says it, in a 900 px window
+    drop = names.index("invoiced")
+    names = names[:drop] + names[drop + 1 :]
+    rows = [row[:drop] + row[drop + 1 :] for row in rows]
     status = names.index("period_status")
     numeric = {index for index, name in enumerate(names) if name in _RECONCILIATION_MONEY}
     numeric.add(names.index("cost_lines"))
+    # thirteen columns fit a 900 px window only with short words: "fully loaded", "effective"
+    model, basis = names.index("allocation_model"), names.index("cost_basis")
+    shown = [
+        tuple(
+            value.replace("_", " ")
+            if index == model
+            else value.removesuffix("_cost")
+            if index == basis
+            else value
+            for index, value in enumerate(row)
+        )
+        for row in rows
+    ]
+    headers = [_RECONCILIATION_HEADERS.get(name, name.replace("_", " ")) for name in names]
+    wrap = {names.index(name) for name in ("billing_account_id", "allocation_model")}
     return (
         "<section id='reconciliation'><h2>Reconciliation to the bill</h2>"
         "<p class='note'>Per billing period, account, currency, model and cost basis: "
         "attributed + shared + unallocated = the bill, and the difference must be 0. "
-        "A period is final once every line carries an invoice id (invoiced), open while the "
+        "A period is final once every line carries an invoice id (it is invoiced), open while the "
         "period runs, provisional after it ends until it is invoiced.</p>"
         + "<div class='table'>"
-        + _table([name.replace("_", " ") for name in names], rows, numeric, status_column=status)
+        + _table(headers, shown, numeric, status_column=status, wrap=wrap)
         + "</div></section>"
     )
 
 
 _RECONCILIATION_MONEY = {"bill_total", "attributed", "shared", "unallocated", "difference"}
+_RECONCILIATION_HEADERS = {
+    "billing_period": "period",
+    "billing_account_id": "account",
+    "billing_currency": "currency",
+    "allocation_model": "model",
+    "cost_basis": "basis",
+    "cost_lines": "lines",
+    "period_status": "status",
+}
 
 
 def _tag_coverage(con: duckdb.DuckDBPyConnection) -> str:
@@ -329,6 +427,7 @@ def _table(
     rows: list[tuple],
     numeric: set[int],
     status_column: int | None = None,
+    wrap: set[int] | None = None,
 ) -> str:
     head = "".join(
         f"<th class='{'num' if index in numeric else ''}'>{escape(name)}</th>"
@@ -341,6 +440,8 @@ def _table(
             css = "num" if index in numeric else ""
             if index == status_column:
                 css = f"status-{value}"
+            elif wrap and index in wrap:
+                css = "wrap"
             cells.append(f"<td class='{css}'>{escape(_display(value))}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"

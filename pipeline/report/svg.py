@@ -13,6 +13,61 @@ FONT = "font-family='system-ui, sans-serif' font-size='11'"
 
 
 @dataclass(frozen=True)
+class Box:
+    """A label's room in chart units: left, top, right, bottom."""
+
+    left: float
+    top: float
+    right: float
+    bottom: float
+
+    def overlaps(self, other: Box) -> bool:
+        """Whether the two boxes share any area."""
+        return (
+            self.left < other.right
+            and other.left < self.right
+            and self.top < other.bottom
+            and other.top < self.bottom
+        )
+
+    def inside(self, other: Box) -> bool:
+        """Whether this box lies wholly in ``other``."""
+        return (
+            self.left >= other.left
+            and self.right <= other.right
+            and self.top >= other.top
+            and self.bottom <= other.bottom
+        )
+
+
+LABEL_HEIGHT = 13
+# Where a point's label may go, tried in order: (dx, dy of the box's anchor corner, anchor)
+LABEL_SPOTS = (
+    (8, -6, "start"), (-8, -6, "end"), (8, 16, "start"), (-8, 16, "end"),
+    (0, -10, "middle"), (0, 22, "middle"),
+)  # fmt: skip
+
+
+def label_width(text: str) -> float:
+    """A generous width for ``text`` at the charts' 11 px font (no font metrics in Python)."""
+    return 7.0 * len(text) + 2
+
+
+def place_label(
+    x: float, y: float, width: float, area: Box, taken: Sequence[Box]
+) -> tuple[float, str, Box] | None:
+    """(text x, text-anchor, box) of the first spot by the point at (x, y) inside ``area`` that
+    overlaps nothing ``taken``; None when every spot collides (the label is left out)."""
+    for dx, dy, anchor in LABEL_SPOTS:
+        baseline = y + dy
+        start = x + dx - (width if anchor == "end" else width / 2 if anchor == "middle" else 0)
+        box = Box(start, baseline - LABEL_HEIGHT + 3, start + width, baseline + 3)
+        if box.inside(area) and not any(box.overlaps(other) for other in taken):
+            return x + dx, anchor, box
+    return None
+
+
+@dataclass(frozen=True)
 class Stack:
     """One layer of a stacked bar chart: a value per category (0 draws nothing)."""
 
@@ -219,16 +274,24 @@ def scatter(
             f"<line x1='{left}' y1='{y:.1f}' x2='{width - right}' y2='{y:.1f}' "
             "stroke='#59a14f' stroke-width='1.5' stroke-dasharray='6 4'/>"
         )
-    for label, x_value, y_value, highlighted in points:
-        x, y = at(x_value, y_value)
+    centers = [(*at(x_value, y_value), highlighted) for _, x_value, y_value, highlighted in points]
+    for (label, x_value, y_value, highlighted), (x, y, _) in zip(points, centers, strict=True):
         color = "#e15759" if highlighted else "#4e79a7"
         tip = f"{label}: {short(x_value)}, {y_value:g}" + (" (frontier)" if highlighted else "")
         parts.append(_circle(x, y, 6 if highlighted else 5, color, tip))
-        # a label near the right edge runs leftwards, so it is never clipped
-        right_half = x > left + inner_w / 2
-        parts.append(
-            _text(x - 8 if right_half else x + 8, y - 6, label, "end" if right_half else "start")
-        )
+    area = Box(left, top, left + inner_w, top + inner_h)
+    # the y axis title sits inside the plot, top left: no label may cover it
+    taken = [Box(left + 2, top, left + 6 + label_width(y_label), top + 14)]
+    taken += [Box(x - 6, y - 6, x + 6, y + 6) for x, y, _ in centers]
+    order = sorted(range(len(points)), key=lambda i: (not points[i][3], centers[i][0]))
+    for index in order:
+        x, y, _ = centers[index]
+        placed = place_label(x, y, label_width(points[index][0]), area, taken)
+        if placed is None:
+            continue  # no free room: the point keeps its tooltip, the chart stays readable
+        anchor_x, anchor, box = placed
+        taken.append(box)
+        parts.append(_text(anchor_x, box.bottom - 3, points[index][0], anchor, "point-label"))
     parts.append("</svg>")
     return "\n".join(parts)
 
@@ -263,8 +326,9 @@ def _line(x1: float, y1: float, x2: float, y2: float, color: str) -> str:
     )
 
 
-def _text(x: float, y: float, text: str, anchor: str) -> str:
+def _text(x: float, y: float, text: str, anchor: str, css: str = "") -> str:
+    kind = f" class='{css}'" if css else ""
     return (
-        f"<text x='{x:.1f}' y='{y:.1f}' {FONT} fill='#374151' "
+        f"<text{kind} x='{x:.1f}' y='{y:.1f}' {FONT} fill='#374151' "
         f"text-anchor='{anchor}'>{escape(text)}</text>"
     )

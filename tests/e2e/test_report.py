@@ -18,8 +18,11 @@ from click.testing import CliRunner
 from pipeline.cli.app import main
 from pipeline.config.loader import load_config
 from pipeline.report import data, write_report
-from pipeline.scenario import write_scenario
+from pipeline.report.analyst import SECTIONS, section_rows
+from pipeline.report.svg import Box, place_label, scatter
+from pipeline.scenario import write_gcp_scenario, write_scenario
 from pipeline.warehouse.access import open_snapshot
+from pipeline.warehouse.queries.changes import is_first_snapshot, previous_costs
 from pipeline.warehouse.snapshots import open_database
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -85,10 +88,10 @@ def optional_charts(database: Path) -> set[str]:
 @pytest.fixture(scope="module")
 def enriched(database: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A copy of the snapshot with stand-ins for the optional marts it does not publish yet."""
-    copy = tmp_path_factory.mktemp("enriched") / "runcost.duckdb"
+    # beside the original: the views name the snapshot relative to the database, and a
+    # database reads only its own warehouse's snapshots/
+    copy = database.parent / "enriched.duckdb"
     shutil.copy(database, copy)
-    # the views name the snapshot relative to the database: the copy reads the same snapshot
-    (copy.parent / "snapshots").symlink_to(database.parent / "snapshots")
     missing = {"tag-coverage", "cost-quality"} - optional_charts(database)
     con = duckdb.connect(str(copy))
     try:
@@ -421,3 +424,184 @@ def test_every_section_renders_whole_at_900_and_1400_px(
     assert screenshot.stat().st_size > 10_000
     with capsys.disabled():
         print(f"\nreport screenshot at {width} px: {screenshot}")
+
+
+@pytest.fixture(scope="module")
+def gcp_database(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from pipeline.run.nightly import run_pipeline
+
+    folder = tmp_path_factory.mktemp("report-gcp")
+    return run_pipeline(load_config(write_gcp_scenario(folder))).database
+
+
+@pytest.fixture(scope="module")
+def two_nights(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A warehouse published twice: estimates the first night, part of the bill the second."""
+    from nights import CLOCKS, write_night
+
+    from pipeline.run.nightly import run_pipeline
+
+    root = tmp_path_factory.mktemp("report-nights")
+    for night in (1, 2):
+        database = run_pipeline(write_night(root, night), now=CLOCKS[night]).database
+    return database
+
+
+def layout(page: Path, width: int, profile: Path) -> dict[str, str]:
+    """The body attributes the page's check script sets, laid out in a ``width`` px window."""
+    dom = chromium(page, profile, f"--window-size={width},2000", "--dump-dom")
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    parsed = _Sections()
+    parsed.feed(dom.stdout)
+    return parsed.body
+
+
+@needs_chromium
+@pytest.mark.parametrize("width", [900, 1280])
+@pytest.mark.parametrize("world", ["aws", "gcp"])
+def test_tables_fit_and_chart_labels_do_not_overlap(
+    world: str, width: int, database: Path, gcp_database: Path, tmp_path: Path
+) -> None:
+    source = database if world == "aws" else gcp_database
+    body = layout(write_report(source, tmp_path / "report.html"), width, tmp_path / "dom")
+    assert body["data-report-rendered"] == "ok"
+    # every table's last column (the reconciliation's difference) is inside its box and window
+    assert body["data-wide-tables"] == ""
+    assert body["data-overlapping-labels"] == "0", body["data-overlapping-pairs"]
+    assert body["data-clipped-labels"] == "0"
+    assert int(body["data-page-width"]) <= width
+
+
+@needs_chromium
+def test_the_layout_check_catches_overlapping_labels_and_wide_tables(tmp_path: Path) -> None:
+    from pipeline.report.page import CHECK_SCRIPT, STYLE
+
+    label = "<text x='20' y='20' font-size='11'>exp-a (val_loss)</text>"
+    cells = "".join(f"<td>a-rather-long-cell-{index}</td>" for index in range(20))
+    page = tmp_path / "bad.html"
+    page.write_text(
+        f"<!DOCTYPE html><html><head><style>{STYLE}</style></head><body>"
+        "<svg data-chart='c' viewBox='0 0 200 100' width='200' height='100'>"
+        f"<rect class='mark' width='5' height='5'/>{label}{label.replace('20', '24')}</svg>"
+        f"<section id='wide'><div class='table'><table><tr>{cells}</tr></table></div></section>"
+        f"<script>{CHECK_SCRIPT}</script></body></html>",
+        encoding="utf-8",
+    )
+    body = layout(page, 900, tmp_path / "dom")
+    assert body["data-overlapping-labels"] == "1"
+    assert body["data-overlapping-pairs"] == "exp-a (val_loss) / exp-a (val_loss)"
+    assert body["data-wide-tables"].startswith("wide(")
+
+
+def test_crowded_scatter_labels_move_or_are_left_out() -> None:
+    points = [(f"exp-{index} (val_loss)", 100.0 + index, 1.0, index == 0) for index in range(6)]
+    points.append(("exp-far (val_loss)", 900.0, 2.0, False))
+    chart = scatter("crowded", "crowded", points, x_label="cost", y_label="quality / bar")
+    labels = re.findall(
+        r"<text class='point-label' x='([\d.]+)' y='([\d.]+)'[^>]*>([^<]*)</text>", chart
+    )
+    named = [text for _, _, text in labels]
+    assert "exp-far (val_loss)" in named and "exp-0 (val_loss)" in named  # frontier first
+    assert len(named) < len(points)  # six points on one spot cannot all be labelled
+    assert len({(x, y) for x, y, _ in labels}) == len(labels)
+    # every point keeps its name in its tooltip
+    assert all(f"<title>{name}:" in chart for name, *_ in points)
+
+
+def test_a_label_goes_where_nothing_is() -> None:
+    area = Box(0, 0, 400, 200)
+    first = place_label(100, 100, 60, area, [])
+    assert first is not None and first[1] == "start"
+    second = place_label(100, 100, 60, area, [first[2]])
+    assert second is not None and not second[2].overlaps(first[2])
+    # by the right edge a label runs leftwards rather than out of the chart
+    assert place_label(390, 100, 60, area, [])[1] == "end"
+    assert place_label(100, 100, 60, area, [area]) is None
+
+
+def test_page_names_one_cost_basis(report: Path) -> None:
+    html = report.read_text(encoding="utf-8")
+    assert "All amounts: effective cost, fully loaded" in html
+    notes = re.findall(r"<section id='(\w+)'><h2>[^<]*</h2><p class='note'>([^<]*)</p>", html)
+    analyst = {anchor for anchor, _ in notes} & {section.anchor for section in SECTIONS}
+    assert analyst == {section.anchor for section in SECTIONS}
+    for anchor, note in notes:
+        if anchor in analyst or anchor == "changes":
+            assert "Amounts: effective cost, fully loaded." in note, anchor
+
+
+def test_a_first_run_says_there_is_nothing_to_compare(report: Path, database: Path) -> None:
+    con = open_snapshot(database)
+    try:
+        assert is_first_snapshot(con)
+        run_id = con.execute("select run_id from main.runcost_snapshot").fetchone()[0]
+    finally:
+        con.close()  # the command opens it with its own settings
+    html = report.read_text(encoding="utf-8")
+    changes = re.search(r"<section id='changes'>.*?</section>", html, re.S).group(0)
+    assert "This is the first snapshot: there is no previous one to compare with" in changes
+    assert "<table" not in changes and "new_telemetry" not in changes
+    config = str(database.parent.parent / "runcost.toml")
+    result = CliRunner().invoke(main, ["diff", "--config", config])
+    assert result.exit_code == 0, result.output
+    assert " ".join(result.output.split()) == (
+        f"{run_id} is the first snapshot: there is no earlier one to compare it with. "
+        "The next run's changes are listed against it."
+    )
+
+
+def test_what_changed_is_in_the_reports_basis(two_nights: Path, tmp_path: Path) -> None:
+    html = write_report(two_nights, tmp_path / "report.html").read_text(encoding="utf-8")
+    changes = re.search(r"<section id='changes'>.*?</section>", html, re.S).group(0)
+    con = open_snapshot(two_nights)
+    try:
+        experiments = con.execute(
+            "select experiment_id, effective_cost + unbilled_estimate from marts.experiment_costs "
+            "where allocation_model = 'fully_loaded'"
+        ).fetchall()
+        previous = con.execute("select max(previous_run_id) from marts.cost_changes").fetchone()[0]
+    finally:
+        con.close()
+    rows = re.findall(
+        r"<tr><td class=''>experiment</td><td class=''>([^<]*)</td>(.*?)</tr>", changes
+    )
+    shown = {name: re.findall(r"<td class='num'>([^<]*)</td>", cells)[1] for name, cells in rows}
+    # "now" is the experiment table's amount (effective cost) plus its unbilled estimate
+    assert shown == {name: f"{amount:,.2f}" for name, amount in experiments if name in shown}
+    assert set(shown) == {"exp-a", "exp-b"}
+    folder = two_nights.parent / "snapshots" / previous
+    assert previous_costs(folder) is not None
+    config = str(two_nights.parent.parent / "runcost.toml")
+    for basis in ("billed", "effective"):
+        result = CliRunner().invoke(
+            main,
+            ["diff", "--config", config, "--basis", basis, "--format", "csv",
+             "--allocation-model", "fully_loaded"],
+        )  # fmt: skip
+        assert result.exit_code == 0, result.output
+        assert "exp-a" in result.output
+
+
+def test_statuses_and_empty_values_say_why(con: duckdb.DuckDBPyConnection) -> None:
+    sections = {section.anchor: section for section in SECTIONS}
+    never = {
+        row[0]: row
+        for row in con.execute(
+            "select attempt_id, status from marts.attempt_costs where started_at is null"
+        ).fetchall()
+    }
+    assert set(never) == {"att-vis-03"}  # the cancelled attempt that never started
+    attempts = {row[0]: row for row in section_rows(con, sections["attempts"])}
+    assert attempts["att-vis-03"][8] == "—, never started"
+    assert all(row[8] in {"final", "open", "provisional"} for name, row in attempts.items()
+               if name not in never)  # fmt: skip
+    estimates = section_rows(con, sections["estimates"])
+    assert "open" not in {row[1] for row in estimates}
+    goodput = {row[0]: row for row in section_rows(con, sections["goodput"])}
+    assert goodput["att-vis-03"][3] == "n/a: never ran"
+    assert goodput["att-vis-03"][5] == "n/a: no GPU-hours"
+    accepted = section_rows(con, sections["accepted"])
+    assert all(value is not None and value != "" for row in accepted for value in row)
+    no_capacity = [row for row in accepted if row[0] == "capacity_type" and row[3] == 0]
+    assert no_capacity and {row[5] for row in no_capacity} == {"no accepted result"}
+    assert {row[1] for row in no_capacity} == {"(none: experiment-level cost)"}
