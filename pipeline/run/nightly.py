@@ -160,9 +160,11 @@ def _run(
             stages.inspect_build(con, config, clock)
         _record_checks(manifest, report)
         if report.check_failures:
-            manifest.finish("failed_checks", events.rounded())
-            manifest.write(run_dir)
             causes = failure_causes(con, report.check_failures) if outcome.in_connection else {}
+            # the cause, when the built tables show it, for `runcost status` to say beside the name
+            said = [f"check {name} failed, because {cause}" for name, cause in causes.items()]
+            manifest.finish("failed_checks", events.rounded(), error="; ".join(said) or None)
+            manifest.write(run_dir)
             raise CheckFailed(report.check_failures, str(database_path), causes)
 
         if outcome.catalog is not None:

@@ -48,20 +48,29 @@ def test_null_resource_ids_on_split_parents_name_the_rows_and_the_fix(
     first = result.output[result.output.index("error: ") :].splitlines()[0]
     delivery = re.search(r"\(delivery ([^)]+)\)", first)
     assert delivery is not None, first
-    assert first == (
-        "error: check split_cost_matches_instance failed: 3 row(s) break it, because 9 EC2 "
-        "instance line(s) of those hours have no resource id, so the split cost rows find no "
-        f"instance line to add up to: runcost-cur 2026-10 (delivery {delivery[1]}), "
+    cause = (
+        "9 EC2 instance line(s) of those hours have no resource id, so the split cost rows find "
+        f"no instance line to add up to: runcost-cur 2026-10 (delivery {delivery[1]}), "
         f"{data.name}, rows 923, 924, 925, 944, 945 and 4 more, column "
         'line_item_resource_id is empty. Enable "Include resource IDs" in the CUR export '
         "(split cost allocation data needs them) and let AWS re-deliver the period, or "
-        "re-deliver the file as AWS wrote it; first rows:"
+        "re-deliver the file as AWS wrote it"
+    )
+    assert first == (
+        "error: check split_cost_matches_instance failed: 3 row(s) break it, because "
+        f"{cause}; first rows:"
     )
     assert one_error(result.output)
     assert "nothing was published; the previous snapshot stays current" in result.output
     assert (warehouse / "CURRENT").read_text(encoding="utf-8") == pointer
     assert published_hashes(warehouse) == before
-    assert manifests(warehouse)[-1]["status"] == "failed_checks"
+    record = manifests(warehouse)[-1]
+    assert record["status"] == "failed_checks"
+    said = f"check split_cost_matches_instance failed, because {cause}"
+    assert record["error"] == said
+    assert f"error: {said} checks: 8 of 9 passed; failed: split_cost_matches_instance" in (
+        " ".join(status(config).split())  # `runcost status` says why, not only the name
+    )
 
 
 def test_a_run_that_could_not_record_its_failure_shows_failed(
