@@ -22,7 +22,9 @@ from pipeline.ingest.aws_cur2 import ingest_aws_exports
 from pipeline.ingest.focus_files import ingest_focus_files
 from pipeline.ingest.gcp_files import ingest_gcp_files
 from pipeline.run.events import Events
+from pipeline.run.history import previous_folder
 from pipeline.run.invoices import check_invoice_currencies
+from pipeline.run.lookalikes import warn_lookalike_tags
 from pipeline.run.record import (
     HISTORY_TABLES,
     delivery_record,
@@ -30,6 +32,7 @@ from pipeline.run.record import (
     note_clock_skew,
     served_history,
 )
+from pipeline.run.restatement import check_restated_accounts
 from pipeline.run.sources import TELEMETRY_TABLES
 from pipeline.telemetry.adapters import read_sources
 from pipeline.telemetry.canonical import empty_table
@@ -167,11 +170,20 @@ def build_models(engine: Engine, models: list[Model], events: Events) -> BuildRe
     return report
 
 
-def inspect_build(con: duckdb.DuckDBPyConnection, config: Config, clock: datetime) -> None:
-    """Warnings and bad input only the built tables show: overlapping or idle pools, an invoice
-    file in another currency than the bill (InputError), telemetry ahead of the clock."""
+def inspect_build(
+    con: duckdb.DuckDBPyConnection,
+    config: Config,
+    clock: datetime,
+    allow_shrink: Iterable[str] = (),
+) -> None:
+    """Warnings and bad input only the built tables show: overlapping or idle pools, bill tags
+    that look like an attempt id but are not it, an invoice file in another currency than the
+    bill (InputError), a restated final period that lost an account (InputError, unless its
+    period is in ``allow_shrink``), telemetry ahead of the clock."""
     log_pool_warnings(con)
+    warn_lookalike_tags(con)
     check_invoice_currencies(con, config.periods.invoice_file)
+    check_restated_accounts(con, previous_folder(config.warehouse), allow_shrink)
     note_clock_skew(con, clock)
 
 
