@@ -474,7 +474,8 @@ def test_tables_fit_and_chart_labels_do_not_overlap(
 
 @needs_chromium
 def test_the_layout_check_catches_overlapping_labels_and_wide_tables(tmp_path: Path) -> None:
-    from pipeline.report.page import CHECK_SCRIPT, STYLE
+    from pipeline.report.layout_check import CHECK_SCRIPT
+    from pipeline.report.page import STYLE
 
     label = "<text x='20' y='20' font-size='11'>exp-a (val_loss)</text>"
     cells = "".join(f"<td>a-rather-long-cell-{index}</td>" for index in range(20))
