@@ -13,6 +13,7 @@ import pyarrow.compute as pc
 
 from pipeline.common.errors import InputError
 from pipeline.telemetry.canonical import arrow_schema, empty_table
+from pipeline.telemetry.conversion import ID_CONTROLS, TAG_CONTROLS, control_character
 from pipeline.telemetry.merge import merge
 
 log = logging.getLogger("runcost")
@@ -65,10 +66,47 @@ def read(source: dict[str, object], label: str) -> dict[str, pa.Table]:
         elif table.schema != arrow_schema(name):
             raise AssertionError(f"{label}: adapter returned {name} with a non-canonical schema")
         else:
+            check_controls(table, name, label)
             out[name] = in_nfc(table)
     if "experiments" in tables:
+        check_controls(tables["experiments"], "experiments", label)
         out["experiments"] = in_nfc(tables["experiments"])
     return out
+
+
+def check_controls(table: pa.Table, name: str, label: str) -> None:
+    """Refuse an id, or a tag, holding a control character (a tag may hold tab and line breaks),
+    as the telemetry files do: a NUL makes a look-alike id that matches no billing line."""
+    key = "experiment_id" if name == "experiments" else "attempt_id"
+    pairs = pa.list_(pa.struct([("key", pa.string()), ("value", pa.string())]))
+    for index, field in enumerate(table.schema):
+        column = table.column(index)
+        if field.name.endswith("_id") and pa.types.is_string(field.type):
+            values, pattern, what = column, ID_CONTROLS, f"{field.name} "
+        elif pa.types.is_map(field.type):
+            flat = pc.list_flatten(column.cast(pairs))
+            values = pc.binary_join_element_wise(
+                pc.struct_field(flat, "key"), pc.struct_field(flat, "value"), "="
+            )
+            pattern, what = TAG_CONTROLS, "tag "
+        else:
+            continue
+        found = pc.match_substring_regex(values, pattern)
+        if not pc.any(found).as_py():
+            continue
+        value = pc.filter(values, found)[0].as_py()
+        if what == "tag ":
+            rows = pc.list_value_length(column.cast(pairs)).to_pylist()
+            owners = [row for row, count in enumerate(rows) for _ in range(count or 0)]
+            row = owners[pc.index(found, True).as_py()]
+        else:
+            row = pc.index(found, True).as_py()
+        owner = table.column(key)[row].as_py() if key in table.schema.names else None
+        raise InputError(
+            f"{label}: {name} {key} {owner!r}: {what}{value!r} holds the control character "
+            f"{control_character(value, pattern)}; an id or tag with one never matches the same "
+            "one on the bill: fix it where the source records it"
+        )
 
 
 def in_nfc(table: pa.Table) -> pa.Table:

@@ -13,7 +13,7 @@ from test_telemetry_files import CONVENTION, FORMATS, attempt, load_error, write
 
 from pipeline.common.errors import InputError
 from pipeline.telemetry import arrow_schema, load_telemetry
-from pipeline.telemetry.adapters import in_nfc, table
+from pipeline.telemetry.adapters import check_controls, in_nfc, table
 
 NFD = unicodedata.normalize("NFD", "att-café")
 NFC = unicodedata.normalize("NFC", "att-café")
@@ -240,3 +240,32 @@ def test_adapter_tables_are_put_in_nfc() -> None:
     assert normal.column("attempt_id").to_pylist() == [NFC, "a2"]
     assert normal.column("tags").to_pylist() == [[(NFC, NFC)], []]
     assert normal.schema == arrow_schema("attempts")
+
+
+def test_a_control_character_from_an_adapter_is_refused() -> None:
+    rows = [
+        {"attempt_id": "a1", "experiment_id": "e1", "status": "failed", "tags": {"x": "a\nb"}},
+        {"attempt_id": "a2", "experiment_id": "e1", "status": "failed", "tags": {"k": "att\x00"}},
+    ]
+
+    with pytest.raises(InputError) as raised:
+        check_controls(table("attempts", rows), "attempts", "telemetry.sources[1] (mlflow)")
+
+    assert str(raised.value) == (
+        "telemetry.sources[1] (mlflow): attempts attempt_id 'a2': tag 'k=att\\x00' holds the "
+        "control character U+0000; an id or tag with one never matches the same one on the "
+        "bill: fix it where the source records it"
+    )
+
+
+def test_a_control_character_in_an_adapter_id_is_refused() -> None:
+    rows = [{"attempt_id": "a1", "resource_id": "i-\x1b1"}]
+
+    with pytest.raises(InputError) as raised:
+        check_controls(table("attempt_resources", rows), "attempt_resources", "slurm")
+
+    assert str(raised.value) == (
+        "slurm: attempt_resources attempt_id 'a1': resource_id 'i-\\x1b1' holds the control "
+        "character U+001B; an id or tag with one never matches the same one on the bill: fix "
+        "it where the source records it"
+    )
