@@ -156,12 +156,13 @@ SECTIONS = (
             case
                 when coalesce(billed_gpu_hours, 0) = 0 then 'n/a: no GPU-hours'
                 else 'n/a: no cost'
-            end
+            end,
+            'none: never ran'
         from marts.attempt_goodput
         where allocation_model = 'fully_loaded'
         order by cost desc nulls last, attempt_id
         """,
-        explained=((5, 7), (4, 8)),
+        explained=((5, 7), (4, 8), (2, 9)),
     ),
     Section(
         "capacity",
