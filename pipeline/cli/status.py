@@ -220,6 +220,13 @@ def _print_status(console: Console, found: WarehouseStatus) -> None:
                 "repairs this",
                 highlight=False,
             )
+        for damaged in found.damaged_files:
+            console.print(
+                f"damaged: {damaged.path}: {damaged.problem}; the next `runcost run` rebuilds "
+                "it from raw/ and the telemetry",
+                markup=False,
+                highlight=False,
+            )
     running = found.running
     console.print(
         "running now: "

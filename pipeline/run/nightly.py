@@ -132,7 +132,7 @@ def _run(
 ) -> RunResult:
     ingested = stages.ingest(config, events, manifest.allow_shrink or ())
     manifest.inputs = dict(ingested.record)
-    telemetry = stages.telemetry(config, events)
+    telemetry = stages.telemetry(config, events, clock)
     manifest.inputs["telemetry"] = {name: table.num_rows for name, table in telemetry.items()}
 
     database_path = run_dir / "build.duckdb"
@@ -157,7 +157,7 @@ def _run(
         if outcome.in_connection:
             # before a failed check stops the run: bad input (an invoice in another currency
             # than the bill) is reported as the thing to fix, ahead of the checks it may break
-            stages.inspect_build(con, config, clock)
+            stages.inspect_build(con, config, clock, manifest.allow_shrink or ())
         _record_checks(manifest, report)
         if report.check_failures:
             causes = failure_causes(con, report.check_failures) if outcome.in_connection else {}

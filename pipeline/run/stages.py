@@ -111,8 +111,9 @@ def ingest(config: Config, events: Events, allow_shrink: Iterable[str] = ()) -> 
     return Ingested(deliveries, record)
 
 
-def telemetry(config: Config, events: Events) -> dict[str, pa.Table]:
-    """The canonical telemetry tables, from files or the configured adapters."""
+def telemetry(config: Config, events: Events, clock: datetime) -> dict[str, pa.Table]:
+    """The canonical telemetry tables, from files or the configured adapters; no time in the
+    files may run past the run's ``clock`` by more than a day."""
     events.start("telemetry", "canonical tables")
     if config.telemetry is None and not config.telemetry_sources:
         log.warning(
@@ -122,7 +123,7 @@ def telemetry(config: Config, events: Events) -> dict[str, pa.Table]:
         )
         tables = {name: empty_table(name) for name in TELEMETRY_TABLES}
     elif not config.telemetry_sources:
-        tables = load_telemetry(config.telemetry)
+        tables = load_telemetry(config.telemetry, now=clock)
     else:
         tables = read_sources(config)
     if config.telemetry_keep_published:

@@ -80,6 +80,12 @@ def test_a_damaged_file_is_named_and_the_next_run_repairs_it(
     status = warehouse_status(warehouse)
     assert status.damaged_files == [found]
     assert status.to_json()["damaged_files"] == [asdict(found)]
+    shown = CliRunner().invoke(main, ["status", "--config", str(config)], env={"COLUMNS": "400"})
+    assert shown.exit_code == 0, shown.output
+    assert (
+        f"damaged: {found.path}: {found.problem}; the next `runcost run` rebuilds it from raw/ "
+        "and the telemetry"
+    ) in shown.output
 
     result = CliRunner().invoke(main, ["run", "--config", str(config)])
 
