@@ -79,10 +79,19 @@ experiment_only as (
     group by cost_allocations.allocation_model, cost_allocations.experiment_id
 ),
 
-final as (
+experiment_models as (
+    -- every experiment under each allocation model, zero cost included
     select
         known_experiments.experiment_id,
-        allocation_models.allocation_model,
+        allocation_models.allocation_model
+    from known_experiments
+    cross join allocation_models() as allocation_models
+),
+
+final as (
+    select
+        experiment_models.experiment_id,
+        experiment_models.allocation_model,
         experiments.team,
         coalesce(attempt_totals.attempts, 0) as attempts,
         coalesce(attempt_totals.failed_attempts, 0) as failed_attempts,
@@ -126,25 +135,16 @@ final as (
         and coalesce(experiment_only_periods.status_rank, 3) = 3
         and (attempt_statuses.all_final is not null or experiment_only_periods.status_rank is not null)
             as is_final
-    from known_experiments
-    cross join allocation_models() as allocation_models
-    left join experiments on known_experiments.experiment_id = experiments.experiment_id
+    from experiment_models
+    left join experiments on experiment_models.experiment_id = experiments.experiment_id
     left join attempt_totals
-        on
-            known_experiments.experiment_id = attempt_totals.experiment_id
-            and allocation_models.allocation_model = attempt_totals.allocation_model
+        on same_row_and_model(experiment_models, attempt_totals, 'experiment_id')  -- noqa: RF02
     left join experiment_only
-        on
-            known_experiments.experiment_id = experiment_only.experiment_id
-            and allocation_models.allocation_model = experiment_only.allocation_model
+        on same_row_and_model(experiment_models, experiment_only, 'experiment_id')  -- noqa: RF02
     left join attempt_statuses
-        on
-            known_experiments.experiment_id = attempt_statuses.experiment_id
-            and allocation_models.allocation_model = attempt_statuses.allocation_model
+        on same_row_and_model(experiment_models, attempt_statuses, 'experiment_id')  -- noqa: RF02
     left join experiment_only_periods
-        on
-            known_experiments.experiment_id = experiment_only_periods.experiment_id
-            and allocation_models.allocation_model = experiment_only_periods.allocation_model
+        on same_row_and_model(experiment_models, experiment_only_periods, 'experiment_id')  -- noqa: RF02
 )
 
 select * from final
