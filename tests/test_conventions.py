@@ -74,3 +74,26 @@ def test_sql_is_sqlfluff_clean() -> None:
         cwd=ROOT,
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
+
+
+# A comment or doc that names the round of work it came from (a session or issue number) tells
+# the next engineer nothing: it states the reason and the measured fact instead (history is git's)
+_HISTORY = re.compile(r"\b(session|issue)[ -]?#?[0-9]+", re.IGNORECASE)
+_HISTORY_TREES = ("pipeline", "sql", "schemas", "docs", "tests", "bench", "fixtures", ".ci")
+_TEXT_SUFFIXES = {".py", ".sql", ".md", ".toml", ".txt", ".sh", ".cron", ".service", ".timer", ""}
+
+
+def test_no_file_names_how_it_was_developed() -> None:
+    files = [ROOT / "README.md", ROOT / "pyproject.toml"]
+    for tree in _HISTORY_TREES:
+        files += [
+            path
+            for path in (ROOT / tree).rglob("*")
+            if path.is_file() and path.suffix in _TEXT_SUFFIXES and "__pycache__" not in path.parts
+        ]
+    found = []
+    for path in files:
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            if _HISTORY.search(line):
+                found.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()[:80]}")
+    assert found == [], "write the reason and the fact instead:\n" + "\n".join(found)
