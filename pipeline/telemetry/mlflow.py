@@ -53,6 +53,15 @@ _COPIED = (
     "failure_reason",
 )
 _COUNTS = ("gpu_count", "node_count")
+# Options only a tracking server source takes.
+_SERVER_OPTIONS = (
+    "experiments",
+    "token_env",
+    "username_env",
+    "password_env",
+    "started_after",
+    "page_size",
+)
 OPTIONS = {
     "attempt_id_tag",
     "experiment_id_tag",
@@ -64,22 +73,8 @@ OPTIONS = {
     "status_tag",
     "accept_schema_version",  # no longer needed: newer stores are read when their columns fit
     "tracking_uri",
-    "experiments",
-    "token_env",
-    "username_env",
-    "password_env",
-    "started_after",
-    "page_size",
+    *_SERVER_OPTIONS,
 }
-# Options only a tracking server source takes.
-_SERVER_OPTIONS = (
-    "experiments",
-    "token_env",
-    "username_env",
-    "password_env",
-    "started_after",
-    "page_size",
-)
 
 
 def read(source: dict[str, object], label: str) -> dict[str, pa.Table]:
