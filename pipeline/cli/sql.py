@@ -6,7 +6,7 @@ import logging
 import sys
 import tempfile
 import warnings
-from datetime import UTC, date, datetime, time, timedelta
+from datetime import datetime
 from pathlib import Path
 from typing import TextIO
 
@@ -34,7 +34,7 @@ from pipeline.warehouse.access import (
     published_database,
     refuse_output_inside,
 )
-from pipeline.warehouse.snapshots import DATABASE_NAME, kept_snapshots
+from pipeline.warehouse.snapshots import DATABASE_NAME
 
 FORMATS = ("table", "csv", "json", "parquet")
 TABLE_ROWS = 1000
@@ -113,7 +113,6 @@ def sql(
     warehouse = database.parent if database else load_config(config_path).warehouse
     if output is not None:
         refuse_output_inside(output, warehouse)
-    _refuse_before_the_oldest(warehouse, as_of.date())
     folder = snapshot_as_of(warehouse, as_of.date())
     logging.getLogger("runcost").info(
         "as of %s: reading snapshot %s", as_of.date().isoformat(), folder.name
@@ -122,22 +121,6 @@ def sql(
         path = Path(scratch) / DATABASE_NAME
         write_snapshot_database(folder, path)
         _query(path, text, output_format, output, exact)
-
-
-def _refuse_before_the_oldest(warehouse: Path, day: date) -> None:
-    """A date before every kept snapshot: name the oldest kept one. Whether an older snapshot
-    was ever published is not recorded, so the message does not say one was pruned."""
-    kept = kept_snapshots(warehouse / "snapshots")
-    end = datetime.combine(day + timedelta(days=1), time(), tzinfo=UTC)
-    if kept and kept[0][1] >= end:
-        oldest, at = kept[0]
-        raise RuncostError(
-            f"no kept snapshot was current at the end of {day.isoformat()} (UTC): the oldest "
-            f"kept snapshot is {oldest.name}, published {at.isoformat(timespec='seconds')}; "
-            f"pass --as-of {at.date().isoformat()} or later "
-            "(a snapshot is kept warehouse.snapshot_retention_days days after the next one "
-            "replaces it)"
-        )
 
 
 def _query(database: Path, text: str, output_format: str, output: Path | None, exact: bool) -> None:

@@ -30,9 +30,10 @@ def snapshot_as_of(warehouse: Path, day: date) -> Path:
         oldest, at = kept[0]
         raise RuncostError(
             f"no kept snapshot was current at the end of {day.isoformat()} (UTC): the oldest "
-            f"kept snapshot is {oldest.name}, published {at.isoformat(timespec='seconds')}. "
-            "Older snapshots were pruned; keep them longer with "
-            "warehouse.snapshot_retention_days"
+            f"kept snapshot is {oldest.name}, published {at.isoformat(timespec='seconds')}; "
+            f"pass --as-of {at.date().isoformat()} or later "
+            "(a snapshot is kept warehouse.snapshot_retention_days days after the next one "
+            "replaces it)"
         )
     return before[-1][0]
 

@@ -198,8 +198,9 @@ def test_as_of_before_the_first_kept_snapshot(tmp_path: Path) -> None:
         snapshot_as_of(tmp_path, date(2026, 10, 1))
     assert str(error.value) == (
         "no kept snapshot was current at the end of 2026-10-01 (UTC): the oldest kept snapshot "
-        "is 20261002T060000000000Z-aaaaaa, published 2026-10-02T06:00:00+00:00. Older snapshots "
-        "were pruned; keep them longer with warehouse.snapshot_retention_days"
+        "is 20261002T060000000000Z-aaaaaa, published 2026-10-02T06:00:00+00:00; pass --as-of "
+        "2026-10-02 or later (a snapshot is kept warehouse.snapshot_retention_days days after "
+        "the next one replaces it)"
     )
 
 
