@@ -256,8 +256,14 @@ final as (
                         attempt_costs.effective_cost / (modeled.billed_gpu_hours * modeled.modeled_goodput)
                     )
         end as modeled_cost_per_useful_gpu_hour,
-        coalesce(modeled.goodput, modeled.modeled_goodput) as goodput_used,
+        -- an attempt that held no GPU-hours (cancelled before it started, or CPU only) has no
+        -- goodput: the model's figure describes GPU time it never had
         case
+            when coalesce(modeled.billed_gpu_hours, 0) > 0
+                then coalesce(modeled.goodput, modeled.modeled_goodput)
+        end as goodput_used,
+        case
+            when coalesce(modeled.billed_gpu_hours, 0) = 0 then 'no_gpu_hours'
             when modeled.goodput is not null then 'measured'
             when modeled.modeled_goodput is not null then 'modeled_young_daly'
         end as goodput_source

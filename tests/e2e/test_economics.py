@@ -152,7 +152,12 @@ def test_goodput_is_modeled_without_events_and_matches_daly(world) -> None:
         tau, delta, recovery = 1.0, 1 / 60, 10 / 60
         daly = tau / (mtbf * math.exp(recovery / mtbf) * (math.exp((tau + delta) / mtbf) - 1))
         assert row["modeled_goodput"] == pytest.approx(daly, rel=1e-9)
-        assert row["goodput_source"] == "modeled_young_daly"
+        if row["billed_gpu_hours"]:
+            assert row["goodput_source"] == "modeled_young_daly"
+            assert row["goodput_used"] == row["modeled_goodput"]
+        else:  # never ran: the model's figure stays in its column, but no goodput is used
+            assert row["goodput_source"] == "no_gpu_hours"
+            assert row["goodput_used"] is None
 
 
 def test_capacity_types_cost_and_interruptions(world) -> None:

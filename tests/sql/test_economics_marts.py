@@ -274,6 +274,34 @@ def test_attempt_goodput_parts_and_unknowns(tmp_path):
     assert n1["goodput_used"] == n1["modeled_goodput"]
 
 
+def test_an_attempt_without_gpu_hours_has_no_goodput(tmp_path):
+    # cancelled in the queue: no started_at, so no billed GPU-hours; the model would still
+    # predict 0.98 for its 8 GPUs, but there was no GPU time for a goodput to describe
+    never_ran = {
+        "attempt_id": "c1",
+        "experiment_id": "g",
+        "gpu_count": 8,
+        "status": "cancelled",
+    }
+    con = build_economics(
+        tmp_path, GOODPUT_LINES, [*GOODPUT_ATTEMPTS, never_ran], [], [], GOODPUT_EVENTS
+    )
+    rows = records(
+        con,
+        "select allocation_model, billed_gpu_hours, goodput, modeled_goodput, goodput_used, "
+        "goodput_source from marts.attempt_goodput where attempt_id = 'c1' "
+        "order by allocation_model",
+    )
+    assert [row["allocation_model"] for row in rows] == ["fully_loaded", "marginal"]
+    for row in rows:
+        assert not row["billed_gpu_hours"]
+        assert row["goodput"] is None
+        # the model's own column stays: 8 GPUs, M = 1 / (8 x 1.97e-5) h
+        assert row["modeled_goodput"] == pytest.approx(0.9835019, abs=1e-6)
+        assert row["goodput_used"] is None
+        assert row["goodput_source"] == "no_gpu_hours"
+
+
 @pytest.mark.parametrize(
     ("tau", "delta", "recovery", "mtbf", "daly", "first_order"),
     [
