@@ -86,8 +86,9 @@ def render(con: duckdb.DuckDBPyConnection, source: str, snapshots: Path | None =
 <p class="meta">Snapshot {escape(snapshot.run_id)} · billing periods {escape(periods)} ·
 {snapshot.cost_lines} cost lines · currencies {escape(", ".join(snapshot.currencies))} ·
 generated {generated} by runcost {__version__}</p>
-<p class="basis">All amounts: {escape(data.BASIS_LABEL)} (Savings Plans and Reserved Instances
-amortized; shared and unallocated cost spread over attempts). Only the reconciliation shows every
+<p class="basis">All amounts: {escape(data.BASIS_LABEL)} (commitments amortized: Savings
+Plans, Reserved Instances, committed use discounts; shared and unallocated cost spread over
+attempts). Only the reconciliation shows every
 basis and both models, as it ties each to the bill.</p>
 <p class="note">Every number is a SQL aggregate over {escape(source)}.</p>
 {"".join(section for section in sections if section)}

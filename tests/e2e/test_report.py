@@ -522,7 +522,7 @@ def test_a_label_goes_where_nothing_is() -> None:
 
 def test_page_names_one_cost_basis(report: Path) -> None:
     html = report.read_text(encoding="utf-8")
-    assert "All amounts: effective cost, fully loaded" in html
+    assert "All amounts: effective cost, fully loaded (commitments amortized: Savings" in html
     notes = re.findall(r"<section id='(\w+)'><h2>[^<]*</h2><p class='note'>([^<]*)</p>", html)
     analyst = {anchor for anchor, _ in notes} & {section.anchor for section in SECTIONS}
     assert analyst == {section.anchor for section in SECTIONS}
