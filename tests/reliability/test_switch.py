@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import errno
 import json
 import os
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from switch_failures import failing_switch
 from worlds import change_telemetry, make_world, manifests, published_hashes, run_in_process
 
 from pipeline.cli.app import main
 from pipeline.config.loader import load_config
-from pipeline.warehouse import publish as publish_module
 from pipeline.warehouse.snapshots import database_snapshot
 
 
@@ -40,21 +39,10 @@ def test_a_failed_rename_of_current_fails_the_run_and_the_next_publishes(
     (first,) = names(warehouse)
     before = published_hashes(warehouse)
     change_telemetry(config)
-    real_switch, real_replace, failed = publish_module.switch, os.replace, []
-
-    def replace(source: str | Path, target: str | Path) -> None:
-        if Path(target).name == "CURRENT" and not failed:  # once: putting it back works
-            failed.append(target)
-            raise PermissionError(errno.EACCES, "Permission denied", str(source), None, str(target))
-        real_replace(source, target)
-
-    def switch(*args: object) -> None:
-        with monkeypatch.context() as patched:
-            patched.setattr(os, "replace", replace)
-            real_switch(*args)
-
-    monkeypatch.setattr(publish_module, "switch", switch)
+    # the switch renames runcost.duckdb, then CURRENT: the second rename fails, once
+    tried = failing_switch(monkeypatch, lambda call: call == 2)
     result = CliRunner().invoke(main, ["run", "--config", str(config)])
+    assert tried[1] == "CURRENT"
 
     failed = manifests(warehouse)[-1]
     second = failed["run_id"]

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import errno
 import json
 import os
 import shutil
-from collections.abc import Callable
 from pathlib import Path
 
 import duckdb
 import pytest
+from switch_failures import failing_switch
 
 from pipeline.run.as_of import write_snapshot_database
 from pipeline.run.recovery import recover_dead_runs
@@ -267,26 +266,6 @@ def publish_run(build, warehouse: Path, run_id: str) -> None:
     (run_dir / "manifest.json").write_text(json.dumps({"run_id": run_id, "status": "running"}))
     published = json.dumps({"run_id": run_id, "status": "published"})
     publish(build, warehouse, run_id, records=[(run_dir / "manifest.json", published)])
-
-
-def failing_switch(monkeypatch: pytest.MonkeyPatch, fails: Callable[[int], bool]) -> list[str]:
-    """Make the Nth os.replace inside the publish switch raise where ``fails(N)``; returns the
-    renames tried, by target name."""
-    real_switch, real_replace, tried = publish_module.switch, os.replace, []
-
-    def replace(source: object, target: object) -> None:
-        tried.append(Path(str(target)).name)
-        if fails(len(tried)):
-            raise PermissionError(errno.EACCES, "Permission denied", str(source), None, str(target))
-        real_replace(source, target)
-
-    def switch(*args: object) -> None:
-        with monkeypatch.context() as patched:
-            patched.setattr(os, "replace", replace)
-            real_switch(*args)
-
-    monkeypatch.setattr(publish_module, "switch", switch)
-    return tried
 
 
 SWITCHED = [DATABASE_NAME, "CURRENT", "latest", "manifest.json"]
