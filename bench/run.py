@@ -3,6 +3,7 @@
     python bench/run.py --rows 10_000_000 [--skew] [--memory-limit 4GB] [--out bench/out/x.json]
     python bench/run.py --rows 1_000_000 --engine spark --no-pandas --no-floor
     python bench/run.py --rows 1_000_000 --skew --nightly   (a second run over the first's snapshot)
+    python bench/run.py --months 4 --rows 250_000   (history: first run, re-delivery, nothing new)
 
 Every measured part runs in a child process (this file with --child) so its peak RSS is its own.
 """
@@ -28,13 +29,14 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench import baselines  # noqa: E402
+from bench.baselines import STAGES  # noqa: E402
+from bench.history import measure_history, open_clock  # noqa: E402
+from bench.history_render import render_history  # noqa: E402
 from bench.scale import ScaleSpec, config_text, generate  # noqa: E402
 from bench.targets import run_targets  # noqa: E402
 from pipeline.config.engine import ENGINES  # noqa: E402
 
 OUT = ROOT / "bench" / "out"
-STAGES = ("ingest", "telemetry", "staging", "normalized", "attribution", "allocation", "marts")
-STAGES += ("checks", "publish")
 
 
 def _rows(text: str) -> int:
@@ -43,7 +45,14 @@ def _rows(text: str) -> int:
 
 def _args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", type=_rows, default=1_000_000)
+    parser.add_argument("--rows", type=_rows, default=1_000_000, help="line items (per month)")
+    parser.add_argument(
+        "--months",
+        type=int,
+        default=None,
+        help="history of N months: the first run, a night re-delivering the newest month (and "
+        "the same night on a 1-month warehouse), a night with nothing new",
+    )
     parser.add_argument("--skew", action="store_true", help="long nodes, many short attempts")
     parser.add_argument("--memory-limit", default=None, help="warehouse.memory_limit, e.g. 4GB")
     parser.add_argument("--threads", type=int, default=None)
@@ -67,6 +76,12 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
         action="store_true",
         help="run the pipeline again over the first run's snapshot (the next night's run)",
     )
+    parser.add_argument(
+        "--clock",
+        default=None,
+        help="the run clock of every run, ISO 8601 (default: now; with --months, noon on the "
+        "newest month's last day, so that month is open)",
+    )
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--dataset", type=Path, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--warehouse", type=Path, default=None, help=argparse.SUPPRESS)
@@ -80,6 +95,8 @@ def main(argv: list[str] | None = None) -> int:
         result["ru_maxrss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         print("BENCH-RESULT " + json.dumps(result, default=str))
         return 0
+    if args.months is not None:
+        return history(args)
     spec = ScaleSpec(rows=args.rows, seed=args.seed, skew=args.skew)
     dataset = args.data / spec.key()
     generation = None
@@ -104,25 +121,9 @@ def main(argv: list[str] | None = None) -> int:
     shutil.rmtree(warehouse.parent, ignore_errors=True)
     warehouse.parent.mkdir(parents=True)
     config = warehouse.parent / "runcost.toml"
-    text = config_text(str(warehouse), args.memory_limit)
-    text = text.replace('"aws/', f'"{dataset}/aws/').replace(
-        '"telemetry"', f'"{dataset}/telemetry"'
-    )
-    if args.threads:
-        text = text.replace("[warehouse]\n", f"[warehouse]\nthreads = {args.threads}\n")
-    if args.partitions:
-        text = text.replace(
-            "[warehouse]\n", f"[warehouse]\nresource_partitions = {args.partitions}\n"
-        )
-    if args.engine != "duckdb":
-        text = f'engine = "{args.engine}"\n' + text + _spark_section(args)
     result["engine"] = args.engine
-    config.write_text(text, encoding="utf-8")
-    extra = ["--dataset", str(dataset), "--warehouse", str(config)]
-    if args.memory_limit:
-        extra += ["--memory-limit", args.memory_limit]
-    if args.threads:
-        extra += ["--threads", str(args.threads)]
+    config.write_text(_config_text(args, dataset, warehouse), encoding="utf-8")
+    extra = ["--dataset", str(dataset), "--warehouse", str(config), *_child_settings(args)]
     result["pipeline"] = _child("pipeline", extra)
     if args.nightly:
         result["nightly"] = _child("pipeline", extra)
@@ -140,6 +141,78 @@ def main(argv: list[str] | None = None) -> int:
     print(render(result))
     print(f"written: {out}")
     return 0 if result["pipeline"].get("correct") else 1
+
+
+def history(args: argparse.Namespace) -> int:
+    """--months N: N months of history, then the nights of bench.history, in one invocation."""
+    if args.months < 1:
+        raise SystemExit(f"--months {args.months}: give at least 1 month of history")
+    spec = ScaleSpec(rows=args.rows, seed=args.seed, skew=args.skew)
+    args.clock = args.clock or open_clock(spec.period)
+    runs = args.data.parent / "runs" / f"history-{args.months}-{spec.key()}"
+    shutil.rmtree(runs, ignore_errors=True)
+    result: dict = {
+        "mode": "history",
+        "history_months": args.months,
+        "rows_per_month": args.rows,
+        "skew": args.skew,
+        "seed": args.seed,
+        "engine": args.engine,
+        "memory_limit": args.memory_limit,
+        "threads": args.threads,
+        "clock": args.clock,
+        "machine": machine(),
+    }
+    result |= measure_history(
+        spec,
+        args.months,
+        args.data,
+        runs,
+        lambda dataset, warehouse: _config_text(args, dataset, warehouse),
+        _child,
+        _child_settings(args),
+        threads=args.threads,
+        say=lambda text: print(text, flush=True),
+    )
+    result["load_average_end"] = os.getloadavg()
+    shutil.rmtree(runs, ignore_errors=True)
+    engine = "" if args.engine == "duckdb" else f"-{args.engine}"
+    name = f"history{args.months}-{spec.key()}-{args.memory_limit or 'nolimit'}{engine}.json"
+    out = args.out or OUT / name
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2, default=str) + "\n", encoding="utf-8")
+    print(render_history(result))
+    print(f"written: {out}")
+    return 0 if all(night.get("correct") for night in result["nights"].values()) else 1
+
+
+def _config_text(args: argparse.Namespace, dataset: Path, warehouse: Path) -> str:
+    """runcost.toml for a generated world in `dataset`, its warehouse at `warehouse`."""
+    text = config_text(str(warehouse), args.memory_limit)
+    text = text.replace('"aws/', f'"{dataset}/aws/').replace(
+        '"telemetry"', f'"{dataset}/telemetry"'
+    )
+    if args.threads:
+        text = text.replace("[warehouse]\n", f"[warehouse]\nthreads = {args.threads}\n")
+    if args.partitions:
+        text = text.replace(
+            "[warehouse]\n", f"[warehouse]\nresource_partitions = {args.partitions}\n"
+        )
+    if args.engine != "duckdb":
+        text = f'engine = "{args.engine}"\n' + text + _spark_section(args)
+    return text
+
+
+def _child_settings(args: argparse.Namespace) -> list[str]:
+    """The settings every child is given: memory limit, threads, the run clock."""
+    extra = []
+    if args.memory_limit:
+        extra += ["--memory-limit", args.memory_limit]
+    if args.threads:
+        extra += ["--threads", str(args.threads)]
+    if args.clock:
+        extra += ["--clock", args.clock]
+    return extra
 
 
 def _spark_section(args: argparse.Namespace) -> str:
@@ -168,6 +241,7 @@ def _compare_with_previous(dataset: Path, pipeline: dict) -> bool | None:
 
 def _child(name: str, extra: list[str]) -> dict:
     command = [sys.executable, str(Path(__file__).resolve()), "--child", name, *extra]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     wall = time.perf_counter() - started
@@ -176,6 +250,10 @@ def _child(name: str, extra: list[str]) -> dict:
         if line.startswith("BENCH-RESULT "):
             result = json.loads(line.removeprefix("BENCH-RESULT "))
             result["process_seconds"] = wall
+            # user + system of this child alone (imports and the benchmark's checks included)
+            result["process_cpu_seconds"] = (usage.ru_utime + usage.ru_stime) - (
+                before.ru_utime + before.ru_stime
+            )
             result["children_max_rss_mb"] = usage.ru_maxrss / 1024
             return result
     raise SystemExit(f"bench child {name} failed:\n{done.stdout[-3000:]}\n{done.stderr[-5000:]}")

@@ -51,7 +51,7 @@ def generate(spec: ScaleSpec, out_dir: Path, threads: int | None = None) -> dict
     if threads:
         con.execute(f"set threads = {int(threads)}")
     export = out_dir / EXPORT_DIR
-    partition = f"BILLING_PERIOD={PERIOD}"
+    partition = f"BILLING_PERIOD={spec.period}"
     node_rows = spec.node_hours * BLOCK
     bounds = [*range(0, node_rows, spec.rows_per_file), node_rows]
     schema = arrow_schema()
@@ -60,17 +60,17 @@ def generate(spec: ScaleSpec, out_dir: Path, threads: int | None = None) -> dict
     chunks = [lines_sql(spec, lo, hi) for lo, hi in itertools.pairwise(bounds)]
     for number, semantic in enumerate([*chunks, extras_sql(spec)], start=1):
         key = f"data/{partition}/{EXPORT_NAME}-{number:05d}.snappy.parquet"
-        _write(con, render_sql(semantic), export / key, schema)
+        _write(con, render_sql(semantic, spec), export / key, schema)
         keys.append(key)
-        row = con.execute(expected_sql(semantic)).fetchall()[0]
+        row = con.execute(expected_sql(semantic, spec)).fetchall()[0]
         totals = [a + int(b or 0) for a, b in zip(totals, row, strict=True)]
     write_manifest(
         export / "metadata" / partition / f"{EXPORT_NAME}-Manifest.json",
         export_name=EXPORT_NAME,
         bucket="runcost-bench-billing",
         prefix=f"exports/{EXPORT_NAME}",
-        billing_period=PERIOD,
-        execution_id=f"00000000-0000-4000-8000-{spec.seed:012d}",
+        billing_period=spec.period,
+        execution_id=execution_id(spec),
         data_keys=keys,
         columns=list(COLUMNS),
     )
@@ -93,7 +93,7 @@ def generate(spec: ScaleSpec, out_dir: Path, threads: int | None = None) -> dict
     micro = Decimal(1_000_000)
     expected = {
         "spec": asdict(spec),
-        "billing_period": PERIOD,
+        "billing_period": spec.period,
         "cost_lines": totals[0],
         "billed_cost": str(Decimal(totals[1]) / micro),
         "list_cost": str(Decimal(totals[2]) / micro),
@@ -107,6 +107,14 @@ def generate(spec: ScaleSpec, out_dir: Path, threads: int | None = None) -> dict
     }
     (out_dir / "expected.json").write_text(json.dumps(expected, indent=2) + "\n", "utf-8")
     return expected
+
+
+def execution_id(spec: ScaleSpec) -> str:
+    """The delivery's manifest executionId: one per month and revision (a UUID's shape)."""
+    if spec.period == PERIOD and not spec.revision:
+        return f"00000000-0000-4000-8000-{spec.seed:012d}"
+    month = spec.period.replace("-", "")
+    return f"00000000-{spec.revision:04d}-4000-8000-{month}{spec.seed:06d}"
 
 
 def config_text(warehouse: str = "warehouse", memory_limit: str | None = None) -> str:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bench.scale_sql import HOURS, PERIOD_START
+from bench.scale_sql import ScaleSpec
 from schemas.aws_cur2 import COLUMNS
 
 
@@ -10,9 +10,9 @@ def _money(column: str) -> str:
     return f"({column}) / 1000000.0"
 
 
-def _render_columns() -> dict[str, str]:
+def _render_columns(spec: ScaleSpec) -> dict[str, str]:
     """CUR 2.0 column -> SQL over the semantic columns; columns not named here are empty."""
-    start = f"timestamptz '{PERIOD_START}'"
+    start = f"timestamptz '{spec.start}'"
     iso = "'%Y-%m-%dT%H:%M:%SZ'"
     family = (
         "case product_code when 'AmazonS3' then 'Storage' when 'AmazonEKS' then 'Compute' "
@@ -27,11 +27,13 @@ def _render_columns() -> dict[str, str]:
         "{'key': 'user_experiment_id', 'value': experiment_tag}, "
         "{'key': 'user_team', 'value': team}], lambda entry: entry.value is not null))"
     )
-    return {
+    # a closed month: AWS writes the invoice id on every line once the month is invoiced
+    invoice = {"bill_invoice_id": f"'{spec.invoice_id}'"} if spec.invoice_id else {}
+    return invoice | {
         "bill_bill_type": "'Anniversary'",
         "bill_billing_entity": "'AWS'",
         "bill_billing_period_start_date": start,
-        "bill_billing_period_end_date": f"{start} + to_hours({HOURS})",
+        "bill_billing_period_end_date": f"{start} + to_hours({spec.hours})",
         "bill_invoicing_entity": "'Amazon Web Services, Inc.'",
         "bill_payer_account_id": "'100000000000'",
         "bill_payer_account_name": "'runcost-bench-payer'",
@@ -82,17 +84,18 @@ def _render_columns() -> dict[str, str]:
     }
 
 
-def render_sql(semantic: str) -> str:
+def render_sql(semantic: str, spec: ScaleSpec) -> str:
     """The 125 CUR 2.0 columns, in export order, over a query of semantic columns."""
-    given = _render_columns()
+    given = _render_columns(spec)
     empty = {"string": "''", "double": "null::double", "timestamp": "null::timestamptz"}
     empty |= {"map_string": "map()::map(varchar, varchar)", "map_double": "null"}
     select = ",\n".join(f"{given.get(name, empty[kind])} as {name}" for name, kind in COLUMNS)
     return f"select\n{select}\nfrom ({semantic}) as semantic"
 
 
-def expected_sql(semantic: str) -> str:
+def expected_sql(semantic: str, spec: ScaleSpec) -> str:
     """The bill per basis in micro-USD, from the generator's own integer amounts."""
+    attempts = f"'{spec.attempt_prefix}att-0%'"  # tags of attempts the telemetry holds
     effective = (
         "case line_type when 'SavingsPlanCoveredUsage' then sp_effective_micro "
         "when 'SavingsPlanRecurringFee' then sp_commitment_micro - sp_used_micro "
@@ -109,7 +112,7 @@ def expected_sql(semantic: str) -> str:
         sum(case when line_type = 'SavingsPlanNegation' then 0
                  else coalesce(on_demand_micro, 0) end)::hugeint,
         sum({effective})::hugeint, sum({net})::hugeint,
-        count(*) filter (where attempt_tag like 'att-0%')::bigint,
-        coalesce(sum(unblended_micro) filter (where attempt_tag like 'att-0%'), 0)::hugeint
+        count(*) filter (where attempt_tag like {attempts})::bigint,
+        coalesce(sum(unblended_micro) filter (where attempt_tag like {attempts}), 0)::hugeint
     from ({semantic}) as semantic
     """

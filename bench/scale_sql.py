@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import date
 
 EXPORT_NAME = "runcost-bench"
 EXPORT_DIR = f"aws/exports/{EXPORT_NAME}"
-PERIOD = "2026-10"
-PERIOD_START = "2026-10-01 00:00:00+00"
-HOURS = 744  # October 2026
+PERIOD = "2026-10"  # the month generated unless a spec names another
 BLOCK = 5  # line items per node-hour: instance, SP negation or inter-AZ bytes, EBS, egress, other
 SHORT_HOURS = 24  # lifetime of a short-lived node
 ACCOUNTS = 20
@@ -35,6 +34,22 @@ class ScaleSpec:
     tag_fraction: float = 0.10  # instance lines carrying the attempt tag of their hour's attempt
     experiment_tag_fraction: float = 0.5  # S3 lines carrying their bucket's experiment tag
     rows_per_file: int = 4_000_000
+    period: str = PERIOD  # YYYY-MM, the billing period generated
+    attempt_prefix: str = ""  # before every attempt id, so months of one history do not collide
+    invoice_id: str = ""  # bill_invoice_id on every line: the month is closed (final)
+    revision: int = 0  # a re-delivery's revision: each tax line is 1 USD more per revision
+
+    @property
+    def start(self) -> str:
+        """The period's first instant, as a DuckDB timestamptz literal's text."""
+        return f"{self.period}-01 00:00:00+00"
+
+    @property
+    def hours(self) -> int:
+        """Hours in the period (744 in October)."""
+        year, month = (int(part) for part in self.period.split("-"))
+        following = date(year + month // 12, month % 12 + 1, 1)
+        return (following - date(year, month, 1)).days * 24
 
     @property
     def node_hours(self) -> int:
@@ -44,11 +59,11 @@ class ScaleSpec:
     def long_nodes(self) -> int:
         # uniform: half the node-hours on month-long nodes; skew: all of them
         share = self.node_hours if self.skew else self.node_hours // 2
-        return share // HOURS
+        return share // self.hours
 
     @property
     def short_nodes(self) -> int:
-        return -(-(self.node_hours - self.long_nodes * HOURS) // SHORT_HOURS)
+        return -(-(self.node_hours - self.long_nodes * self.hours) // SHORT_HOURS)
 
     @property
     def attempt_minutes(self) -> int:
@@ -62,7 +77,12 @@ class ScaleSpec:
     def key(self) -> str:
         """A folder name that identifies the generated data (cache key)."""
         tags = f"t{self.tag_fraction:g}-e{self.experiment_tag_fraction:g}"
-        return f"v2-rows{self.rows}-seed{self.seed}-{'skew' if self.skew else 'uniform'}-{tags}"
+        shape = "skew" if self.skew else "uniform"
+        month = "" if self.period == PERIOD else f"-p{self.period}"
+        month += f"-a{self.attempt_prefix.strip('-')}" if self.attempt_prefix else ""
+        month += "-invoiced" if self.invoice_id else ""
+        month += f"-r{self.revision}" if self.revision else ""
+        return f"v2-rows{self.rows}-seed{self.seed}-{shape}-{tags}{month}"
 
 
 def _mix(expr: str, seed: int, salt: int) -> str:
@@ -73,20 +93,22 @@ def _mix(expr: str, seed: int, salt: int) -> str:
 
 def _node_sql(spec: ScaleSpec) -> str:
     """SQL fragment: node index g, hour of month, and hour since the node started, from j."""
-    long_hours = spec.long_nodes * HOURS
-    nl, sh, span = spec.long_nodes, SHORT_HOURS, HOURS - SHORT_HOURS
+    hours = spec.hours
+    long_hours = spec.long_nodes * hours
+    nl, sh, span = spec.long_nodes, SHORT_HOURS, hours - SHORT_HOURS
     short_g = f"({nl} + (j - {long_hours}) // {sh})"
     return f"""
-        case when j < {long_hours} then j // {HOURS} else {short_g} end as g,
-        case when j < {long_hours} then j % {HOURS}
+        case when j < {long_hours} then j // {hours} else {short_g} end as g,
+        case when j < {long_hours} then j % {hours}
              else ({short_g} * 37) % {span} + (j - {long_hours}) % {sh} end as hour,
-        case when j < {long_hours} then j % {HOURS} else (j - {long_hours}) % {sh} end as hour_rel
+        case when j < {long_hours} then j % {hours} else (j - {long_hours}) % {sh} end as hour_rel
     """
 
 
 def lines_sql(spec: ScaleSpec, lo: int, hi: int) -> str:
     """Semantic columns of line items lo..hi-1 (hourly node lines), plus expected micro-USD."""
-    s = spec.seed
+    s, hours, start, prefix = spec.seed, spec.hours, spec.start, spec.attempt_prefix
+    minutes = spec.attempt_minutes
     types = "[" + ", ".join(f"'{t[0]}'" for t in INSTANCE_TYPES) + "]"
     rates = "[" + ", ".join(str(t[2]) for t in INSTANCE_TYPES) + "]"
     tag_cut = int(spec.tag_fraction * 1000)
@@ -107,7 +129,7 @@ def lines_sql(spec: ScaleSpec, lo: int, hi: int) -> str:
             {rates}[g % 5 + 1] as rate_micro,
             printf('i-%017x', g * 1000003 + {s}) as instance_id,
             printf('vol-%017x', g * 1000003 + {s}) as volume_id,
-            printf('att-%07d-%05d', g, hour_rel * 60 // {spec.attempt_minutes}) as hour_attempt,
+            printf('{prefix}att-%07d-%05d', g, hour_rel * 60 // {minutes}) as hour_attempt,
             printf('exp-%05d', g % {spec.experiments}) as bucket_experiment,
             j % 4 as other_kind
         from nodes
@@ -162,13 +184,13 @@ def lines_sql(spec: ScaleSpec, lo: int, hi: int) -> str:
             end as pricing_unit,
             case
                 when kind = 0 or (kind = 1 and sp_node) then 1.0
-                when kind = 2 then 2000.0 / {HOURS}
+                when kind = 2 then 2000.0 / {hours}
                 else (r2 % 10000) / 100.0
             end as usage_amount,
             case
                 when kind = 0 then rate_micro
                 when kind = 1 and sp_node then -rate_micro
-                when kind = 2 then 2000 * 80000 // {HOURS}
+                when kind = 2 then 2000 * 80000 // {hours}
                 when kind = 1 then (r2 % 10000) * 100
                 when kind = 3 then (r2 % 10000) * 900
                 when other_kind = 0 then (r2 % 10000) * 23
@@ -182,7 +204,7 @@ def lines_sql(spec: ScaleSpec, lo: int, hi: int) -> str:
         select typed.*,
             case
                 when kind = 0 and r1 % 1000 < {tag_cut} then hour_attempt
-                when kind = 3 and r1 % 1000 = 999 then 'att-retired-' || (g % 97)
+                when kind = 3 and r1 % 1000 = 999 then '{prefix}att-retired-' || (g % 97)
             end as attempt_tag,
             case
                 when kind = 4 and other_kind <= 1 and r1 % 1000 < {exp_cut} then bucket_experiment
@@ -201,8 +223,8 @@ def lines_sql(spec: ScaleSpec, lo: int, hi: int) -> str:
         instance_type,
         account,
         'us-east-1' || chr(97 + (g % 6)::integer) as availability_zone,
-        timestamptz '{PERIOD_START}' + to_hours(hour) as usage_start,
-        timestamptz '{PERIOD_START}' + to_hours(hour + 1) as usage_end,
+        timestamptz '{start}' + to_hours(hour) as usage_start,
+        timestamptz '{start}' + to_hours(hour + 1) as usage_end,
         cost_micro as unblended_micro,
         case when line_type = 'SavingsPlanNegation' then null
              else cost_micro end as on_demand_micro,
@@ -228,17 +250,19 @@ def extras_sql(spec: ScaleSpec) -> str:
     total_nodes = spec.long_nodes + spec.short_nodes
     commit = 1_000_000 * max(1, total_nodes // 8)
     base = spec.node_hours * BLOCK
+    hours, start = spec.hours, spec.start
+    tax = 1_000_000_000 + spec.revision * 1_000_000
     return f"""
     with fee as (
         select range as hour, 'SavingsPlanRecurringFee' as line_type, 'ComputeSavingsPlans'
             as product_code, 'ComputeSP:1yrNoUpfront' as usage_type, '' as operation,
             'arn:aws:savingsplans::100000000000:savingsplan/sp-bench' as resource_id,
             'Hrs' as pricing_unit, 1.0 as usage_amount, 0 as account,
-            timestamptz '{PERIOD_START}' + to_hours(range) as usage_start,
-            timestamptz '{PERIOD_START}' + to_hours(range + 1) as usage_end,
+            timestamptz '{start}' + to_hours(range) as usage_start,
+            timestamptz '{start}' + to_hours(range + 1) as usage_end,
             {commit} as unblended_micro, {commit} as sp_commitment_micro,
             {commit * 9 // 10} as sp_used_micro
-        from range({HOURS})
+        from range({hours})
     ),
     eks as (
         select range as n, 'Usage' as line_type, 'AmazonEKS' as product_code,
@@ -246,17 +270,17 @@ def extras_sql(spec: ScaleSpec) -> str:
             'arn:aws:eks:us-east-1:100000000000:cluster/train-' || (range % {CLUSTERS})
                 as resource_id,
             'Hrs' as pricing_unit, 1.0 as usage_amount, 0 as account,
-            timestamptz '{PERIOD_START}' + to_hours(range // {CLUSTERS}) as usage_start,
-            timestamptz '{PERIOD_START}' + to_hours(range // {CLUSTERS} + 1) as usage_end,
+            timestamptz '{start}' + to_hours(range // {CLUSTERS}) as usage_start,
+            timestamptz '{start}' + to_hours(range // {CLUSTERS} + 1) as usage_end,
             100000 as unblended_micro
-        from range({HOURS * CLUSTERS})
+        from range({hours * CLUSTERS})
     ),
     tax as (
         select range as n, 'Tax' as line_type, 'AmazonEC2' as product_code, '' as usage_type,
             '' as operation, '' as resource_id, '' as pricing_unit, 0.0 as usage_amount,
-            range as account, timestamptz '{PERIOD_START}' as usage_start,
-            timestamptz '{PERIOD_START}' + to_hours({HOURS}) as usage_end,
-            1000000000 + range * 1000 as unblended_micro
+            range as account, timestamptz '{start}' as usage_start,
+            timestamptz '{start}' + to_hours({hours}) as usage_end,
+            {tax} + range * 1000 as unblended_micro
         from range({ACCOUNTS})
     ),
     unioned as (
@@ -293,7 +317,8 @@ def attempts_sql(spec: ScaleSpec) -> str:
     """Every attempt: back to back on each node, with jittered starts and idle gaps."""
     s, minutes, nl = spec.seed, spec.attempt_minutes, spec.long_nodes
     start_jitter, end_gap = (3, 5) if spec.skew else (30, 45)
-    spare = spec.node_hours - nl * HOURS
+    hours, start, prefix = spec.hours, spec.start, spec.attempt_prefix
+    spare = spec.node_hours - nl * hours
     total = nl + spec.short_nodes
     gpus = "[" + ", ".join(str(t[1]) for t in INSTANCE_TYPES) + "]"
     types = "[" + ", ".join(f"'{t[0]}'" for t in INSTANCE_TYPES) + "]"
@@ -301,9 +326,9 @@ def attempts_sql(spec: ScaleSpec) -> str:
     return f"""
     with nodes as (
         select range as g,
-            case when range < {nl} then 0 else (range * 37) % {HOURS - SHORT_HOURS} end
+            case when range < {nl} then 0 else (range * 37) % {hours - SHORT_HOURS} end
                 as start_h,
-            case when range < {nl} then {HOURS}
+            case when range < {nl} then {hours}
                  else least({SHORT_HOURS}, {spare} - (range - {nl}) * {SHORT_HOURS}) end as len_h
         from range({total})
     ),
@@ -321,9 +346,9 @@ def attempts_sql(spec: ScaleSpec) -> str:
     )
     select
         g,
-        printf('att-%07d-%05d', g, k) as attempt_id,
+        printf('{prefix}att-%07d-%05d', g, k) as attempt_id,
         printf('exp-%05d', (g + k) % {spec.experiments}) as experiment_id,
-        case when k > 0 and r % 7 = 0 then printf('att-%07d-%05d', g, k - 1) end
+        case when k > 0 and r % 7 = 0 then printf('{prefix}att-%07d-%05d', g, k - 1) end
             as parent_attempt_id,
         'model-v' || (r % 5) as model_version, 'cfg-' || (r % 11) as config_version,
         'snap-' || (r % 3) as dataset_snapshot, 'aws' as provider,
@@ -332,13 +357,13 @@ def attempts_sql(spec: ScaleSpec) -> str:
         {types}[g % 5 + 1] as instance_type, nullif({gpu_types}[g % 5 + 1], '') as gpu_type,
         {gpus}[g % 5 + 1]::bigint as gpu_count, 1::bigint as node_count,
         case when g % 4 = 0 then 'reserved' else 'on_demand' end as capacity_type,
-        timestamptz '{PERIOD_START}' + to_minutes(start_min - 5) as submitted_at,
-        timestamptz '{PERIOD_START}' + to_minutes(start_min) as started_at,
-        timestamptz '{PERIOD_START}' + to_minutes(end_min) as ended_at,
+        timestamptz '{start}' + to_minutes(start_min - 5) as submitted_at,
+        timestamptz '{start}' + to_minutes(start_min) as started_at,
+        timestamptz '{start}' + to_minutes(end_min) as ended_at,
         case when r % 10 = 3 then 'failed' else 'succeeded' end as status,
         case when r % 10 = 3 then 'NCCL timeout' end as failure_reason,
         'eval_loss' as metric_name, (r % 1000) / 1000.0 as metric_value,
-        printf('s3://runcost-bench-artifacts/att-%07d-%05d/', g, k) as artifact_uri,
+        printf('s3://runcost-bench-artifacts/{prefix}att-%07d-%05d/', g, k) as artifact_uri,
         map(['team'], ['team-' || (g % 7)]) as tags
     from timed
     """

@@ -26,6 +26,10 @@ PEAK_LIMIT = "1536MB"  # the peak RSS target holds with this memory_limit
 PANDAS_RATIO = 10.0  # CPU, on the 1M subset, with less memory
 SCALING_RATIO = 5.5
 SKEW_RATIO = 3.0
+# history (bench/run.py --months N): the night re-delivering the newest month against the same
+# night on a 1-month warehouse, per (months, lines per month); a night with nothing new
+REDELIVERY_RATIOS = {(4, 250_000): 1.3, (12, 1_000_000): 1.5}
+NOTHING_NEW_RATIO = 0.15
 
 
 @dataclass(frozen=True)
@@ -95,6 +99,37 @@ def run_targets(result: dict) -> list[Verdict]:
             "identical DECIMAL totals across repeated runs",
             {None: "first run on this dataset", True: "identical", False: "DIFFERENT"}[identical],
             identical,
+        )
+    )
+    return verdicts
+
+
+def history_targets(result: dict) -> list[Verdict]:
+    """The history targets: re-delivery against one month, nothing new against the first run."""
+    ratios = result.get("ratios", {})
+    shape = (result["history_months"], result["rows_per_month"])
+    label = f"{shape[0]} months x {shape[1]:,} lines"
+    verdicts = []
+    value = ratios.get("redelivery_over_one_month_cpu")
+    limit = REDELIVERY_RATIOS.get(shape)
+    asked = " or ".join(
+        f"{months}x{rows:,}: <= {ratio:g}x" for (months, rows), ratio in REDELIVERY_RATIOS.items()
+    )
+    verdicts.append(
+        Verdict(
+            f"re-delivering the newest month, CPU against a 1-month warehouse ({asked})",
+            "not measured"
+            if value is None
+            else f"{value:.2f}x at {label}" + ("" if limit else ": shown, not judged"),
+            None if value is None or limit is None else value <= limit,
+        )
+    )
+    value = ratios.get("nothing_new_over_first_cpu")
+    verdicts.append(
+        Verdict(
+            f"a night with nothing new <= {NOTHING_NEW_RATIO:g}x the first run's CPU",
+            "not measured" if value is None else f"{value:.2f}x at {label}",
+            None if value is None else value <= NOTHING_NEW_RATIO,
         )
     )
     return verdicts
@@ -175,6 +210,12 @@ def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     paths = [Path(item) for item in args] or sorted(OUT.glob("*.json"))
     results = load(paths)
+    for path in paths:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if isinstance(data, dict) and data.get("mode") == "history":
+            print(f"-- history: {path.name}")
+            for verdict in history_targets(data):
+                print("   " + verdict.line())
     if not results:
         print(f"no benchmark results in {', '.join(map(str, paths)) or OUT}; run bench/run.py")
         return 1

@@ -82,3 +82,50 @@ def test_bench_run_smoke(tmp_path: Path) -> None:
     assert nightly["correct"], nightly["problems"]
     assert nightly["published"] == pipeline["published"]
     assert result["ratios"]["nightly_over_first_cpu"] > 0
+
+
+def test_bench_history_smoke(tmp_path: Path) -> None:
+    out = tmp_path / "history.json"
+    command = [sys.executable, str(ROOT / "bench" / "run.py"), "--months", "2", "--rows", "5_000"]
+    command += ["--data", str(tmp_path / "data"), "--out", str(out)]
+    done = subprocess.run(command, capture_output=True, text=True, check=False, cwd=tmp_path)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    result = json.loads(out.read_text(encoding="utf-8"))
+    nights = result["nights"]
+    assert set(nights) == {
+        "first",
+        "redelivery",
+        "nothing_new",
+        "one_month_first",
+        "one_month_redelivery",
+    }
+    for name, night in nights.items():
+        assert night["correct"], (name, night["problems"])
+        assert night["run_cpu_seconds"] > 0
+        assert night["stages"]["ingest"]["cpu_seconds"] >= 0
+    months = [month["period"] for month in result["months"]]
+    assert months == ["2026-09", "2026-10", "2026-10"]  # the last: the re-delivered revision
+    first = nights["first"]["expected"]
+    assert first["billing_periods"] == ["2026-09", "2026-10"]
+    assert first["cost_lines"] == sum(month["cost_lines"] for month in result["months"][:2])
+    # each month its own billing period: the closed one final (invoiced), the newest open
+    statuses = {
+        item["billing_period"]: item["period_status"]
+        for item in nights["first"]["record"]["periods"]
+    }
+    assert statuses == {"2026-09": "final", "2026-10": "open"}
+    # the re-delivery changed the newest month's bill (its tax lines), on both warehouses alike
+    redelivered = nights["redelivery"]["published"]
+    assert redelivered != nights["first"]["published"]
+    assert nights["redelivery"]["status"] == "published"
+    one_month = Decimal(nights["one_month_redelivery"]["expected"]["billed_cost"])
+    assert one_month - Decimal(nights["one_month_first"]["expected"]["billed_cost"]) == 20
+    # the night with nothing new publishes nothing: the run record says unchanged
+    nothing = nights["nothing_new"]
+    assert nothing["status"] == nothing["record"]["status"] == "unchanged"
+    assert nothing["record"]["unchanged_from"]
+    assert nothing["published"] == redelivered
+    ratios = result["ratios"]
+    assert ratios["redelivery_over_one_month_cpu"] > 0
+    assert ratios["nothing_new_over_first_cpu"] > 0
+    assert len(result["machine"]["load_average"]) == 3
