@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import date, timedelta
@@ -89,17 +90,15 @@ class Month:
     generation_seconds: float | None
 
 
-def cached_month(
-    spec: ScaleSpec, data: Path, threads: int | None, clock: Callable[[], float]
-) -> Month:
+def cached_month(spec: ScaleSpec, data: Path, threads: int | None) -> Month:
     """The month from the dataset cache, generated first when the cache does not hold it."""
     dataset = data / spec.key()
     seconds = None
     if not (dataset / "expected.json").is_file():
         shutil.rmtree(dataset, ignore_errors=True)
-        started = clock()
+        started = time.perf_counter()
         generate(spec, dataset, threads=threads)
-        seconds = clock() - started
+        seconds = time.perf_counter() - started
     expected = json.loads((dataset / "expected.json").read_text(encoding="utf-8"))
     return Month(spec, dataset, expected, seconds)
 
@@ -201,24 +200,20 @@ def measure_history(
     child: Child,
     extra: list[str],
     threads: int | None = None,
-    clock: Callable[[], float] | None = None,
     say: Callable[[str], None] = lambda _text: None,
 ) -> dict:
     """Generate the months, then run the nights of NIGHTS in child processes; their numbers.
 
     ``child(name, arguments)`` runs one measured child; ``extra`` is passed to every child.
     """
-    import time
-
-    clock = clock or time.perf_counter
     specs = month_specs(base, months)
     history = []
     for spec in specs:
         say(f"month {spec.period}: {spec.key()}")
-        history.append(cached_month(spec, data, threads, clock))
+        history.append(cached_month(spec, data, threads))
     newest = history[-1]
     say(f"re-delivery of {newest.spec.period}: revision {REDELIVERY}")
-    revised = cached_month(replace(newest.spec, revision=REDELIVERY), data, threads, clock)
+    revised = cached_month(replace(newest.spec, revision=REDELIVERY), data, threads)
     worlds = {
         "history": World(runs / "history", config_text),
         "one_month": World(runs / "one_month", config_text),
