@@ -85,9 +85,17 @@ top_option = click.option(
     "partition day YYYY-MM-DD, or EXPORT/PERIOD) or shrinks a final one by more than 10%. "
     "Repeatable.",
 )
+@click.option(
+    "--full-refresh",
+    "full_refresh",
+    is_flag=True,
+    help="Build every billing period, even when the inputs equal those of the current snapshot.",
+)
 @top_option
 @reports_errors
-def run(config_path: Path | None, allow_shrink: tuple[str, ...], top: int) -> None:
+def run(
+    config_path: Path | None, allow_shrink: tuple[str, ...], full_refresh: bool, top: int
+) -> None:
     """Run the nightly job: ingest, attribute, allocate, check, publish.
 
     Exits 0 when a new snapshot is published (or the content did not change), 1 when input
@@ -100,7 +108,12 @@ def run(config_path: Path | None, allow_shrink: tuple[str, ...], top: int) -> No
 
     config = load_config(config_path)
     with run_display(errors) as display:
-        result = run_pipeline(config, on_event=display.on_event, allow_shrink=allow_shrink)
+        result = run_pipeline(
+            config,
+            on_event=display.on_event,
+            allow_shrink=allow_shrink,
+            full_refresh=full_refresh,
+        )
     if result.status == "published":
         _print_run_summary(result.database, result.run_id, top)
     print_summary(terminal(), result)

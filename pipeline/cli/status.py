@@ -248,6 +248,15 @@ def _print_status(console: Console, found: WarehouseStatus) -> None:
         )
         if last.error is not None:
             console.print(f"  error: {last.error}", markup=False, highlight=False)
+        if last.built_because:
+            console.print(
+                f"  built because: {', '.join(last.built_because)}", markup=False, highlight=False
+            )
+        elif last.status == "unchanged" and not last.built:
+            console.print(
+                "  nothing new: the inputs equal those of the current snapshot; nothing built",
+                highlight=False,
+            )
         failed = last.failed_checks
         console.print(
             f"  checks: {len(last.checks) - len(failed)} of {len(last.checks)} passed"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import logging
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -45,10 +46,13 @@ from pipeline.run.recovery import (
 )
 from pipeline.run.settings import write_settings
 from pipeline.run.sources import register_sources
+from pipeline.run.unchanged import Unchanged
 from pipeline.warehouse.lock import WarehouseLock
 from pipeline.warehouse.publish import snapshot_hash
 from pipeline.warehouse.raw_store import Delivery
 from pipeline.warehouse.snapshots import DATABASE_NAME, current_snapshot
+
+log = logging.getLogger("runcost")
 
 __all__ = ["STAGES", "Checkpoint", "Progress", "RunEvent", "RunResult", "run_pipeline"]
 
@@ -83,6 +87,7 @@ def run_pipeline(
     now: datetime | None = None,
     checkpoint: Checkpoint | None = None,
     allow_shrink: tuple[str, ...] = (),
+    full_refresh: bool = False,
 ) -> RunResult:
     """Run every stage holding the warehouse lock; a failed check raises CheckFailed.
 
@@ -90,6 +95,8 @@ def run_pipeline(
     period that has not ended by then is open. ``checkpoint`` is called at each point the run
     reaches (see pipeline.run.events.Checkpoint). ``allow_shrink``: billing periods whose
     re-delivery may empty or shrink them this once (runcost run --allow-shrink).
+    ``full_refresh``: build every billing period even when the inputs equal the current
+    snapshot's (runcost run --full-refresh).
     """
     run_id = new_run_id()
     clock = now or datetime.now(UTC)
@@ -114,7 +121,9 @@ def run_pipeline(
         manifest.write(run_dir)
         events = Events(progress, on_event, timings, checkpoint)
         try:
-            result = _run(config, events, run_dir, manifest, clock)
+            forced = "--full-refresh" if full_refresh else None
+            forced = forced or ("the current snapshot is damaged" if damaged else None)
+            result = _run(config, events, run_dir, manifest, clock, forced)
             if damaged and result.status == "published":
                 note_repaired(damaged, result.run_id)
             return result
@@ -128,12 +137,21 @@ def run_pipeline(
 
 
 def _run(
-    config: Config, events: Events, run_dir: Path, manifest: RunManifest, clock: datetime
+    config: Config,
+    events: Events,
+    run_dir: Path,
+    manifest: RunManifest,
+    clock: datetime,
+    forced: str | None,
 ) -> RunResult:
+    """The stages; ``forced``: why every period is built whatever the fingerprints say."""
     ingested = stages.ingest(config, events, manifest.allow_shrink or ())
     manifest.inputs = dict(ingested.record)
     telemetry = stages.telemetry(config, events, clock)
     manifest.inputs["telemetry"] = {name: table.num_rows for name, table in telemetry.items()}
+    served = stages.decide(config, ingested, telemetry, clock, manifest, forced)
+    if served is not None:
+        return _served_again(config, events, run_dir, manifest, ingested, served)
 
     database_path = run_dir / "build.duckdb"
     con = stages.open_build(database_path, run_dir, config)
@@ -181,6 +199,7 @@ def _run(
             events,
             written={**written, **outcome.published_files},
             record=_record_at_switch(manifest, events),
+            share=forced is None,
         )
     finally:
         if engine is not None:
@@ -202,6 +221,49 @@ def _run(
         row_counts=rows,
         status=published.status,
         content_hashes=published.hashes,
+    )
+
+
+def _served_again(
+    config: Config,
+    events: Events,
+    run_dir: Path,
+    manifest: RunManifest,
+    ingested: stages.Ingested,
+    served: Unchanged,
+) -> RunResult:
+    """Nothing new since the current snapshot: record the run as unchanged, build nothing."""
+    events.start("publish", "snapshot")
+    log.info(
+        "no change: the inputs equal those of snapshot %s; nothing built or published",
+        served.run_id,
+        extra={"stage": "publish"},
+    )
+    events.done("publish", f"no change; snapshot {served.run_id} stays current")
+    manifest.previous_snapshot = served.run_id
+    for name, value in served.carried.items():
+        setattr(manifest, name, value)
+    manifest.finish(
+        "unchanged",
+        events.rounded(),
+        unchanged_from=served.run_id,
+        outputs=served.rows,
+        content_hashes=served.hashes,
+        content_hash=served.content_hash,
+        snapshot=str(served.folder),
+    )
+    events.checkpoint("manifest")
+    return RunResult(
+        run_id=manifest.run_id,
+        database=config.warehouse / DATABASE_NAME,
+        snapshot=served.folder,
+        manifest=record_published(run_dir, manifest.record()),
+        deliveries=ingested.deliveries,
+        report=BuildReport(),
+        stage_seconds=dict(events.stages),
+        row_counts=dict(served.rows),
+        status="unchanged",
+        content_hashes=dict(served.hashes),
     )
 
 

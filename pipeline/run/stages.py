@@ -22,9 +22,11 @@ from pipeline.ingest.aws_cur2 import ingest_aws_exports
 from pipeline.ingest.focus_files import ingest_focus_files
 from pipeline.ingest.gcp_files import ingest_gcp_files
 from pipeline.run.events import Events
+from pipeline.run.fingerprints import fingerprints
 from pipeline.run.history import previous_folder
 from pipeline.run.invoices import check_invoice_currencies
 from pipeline.run.lookalikes import warn_lookalike_tags
+from pipeline.run.manifest import RunManifest
 from pipeline.run.record import (
     HISTORY_TABLES,
     delivery_record,
@@ -34,6 +36,7 @@ from pipeline.run.record import (
 )
 from pipeline.run.restatement import check_restated_accounts
 from pipeline.run.sources import TELEMETRY_TABLES
+from pipeline.run.unchanged import Unchanged, nothing_new, previous_fingerprints, serving_record
 from pipeline.telemetry.adapters import read_sources
 from pipeline.telemetry.canonical import empty_table
 from pipeline.telemetry.files import load_telemetry
@@ -46,7 +49,7 @@ from pipeline.warehouse.publish import (
     view_contents,
 )
 from pipeline.warehouse.raw_store import Delivery
-from pipeline.warehouse.snapshots import unchanged_snapshot
+from pipeline.warehouse.snapshots import current_snapshot, unchanged_snapshot
 
 log = logging.getLogger("runcost")
 
@@ -133,6 +136,39 @@ def telemetry(config: Config, events: Events, clock: datetime) -> dict[str, pa.T
     return tables
 
 
+def decide(
+    config: Config,
+    ingested: Ingested,
+    telemetry: dict[str, pa.Table],
+    clock: datetime,
+    manifest: RunManifest,
+    forced: str | None = None,
+) -> Unchanged | None:
+    """The current snapshot when this run's inputs equal those of the run serving it (nothing
+    new: no build); else None. Records the fingerprints, and why the run builds, in the
+    manifest's inputs. ``forced``: why the run builds whatever the fingerprints say."""
+    invoice_file = ingested.record.get("invoice_file")
+    prints = fingerprints(
+        ingested.deliveries,
+        telemetry,
+        manifest.config_hash,
+        invoice_file if isinstance(invoice_file, dict) else None,
+        clock,
+        config.periods.gcp_settle_days,
+    )
+    inputs = manifest.inputs if manifest.inputs is not None else {}
+    inputs["fingerprints"] = prints.record()
+    record = serving_record(config.warehouse)
+    if forced:
+        inputs["built_because"] = [forced]
+        return None
+    same = nothing_new(config.warehouse, prints, record)
+    if same is None:
+        moved = prints.moved(previous_fingerprints(record))
+        inputs["built_because"] = moved or ["the current snapshot is not served as published"]
+    return same
+
+
 def open_build(path: Path, run_dir: Path, config: Config) -> duckdb.DuckDBPyConnection:
     """The run's build database, spilling into run_dir/tmp, with the configured limits."""
     settings: dict[str, str | int | bool] = {
@@ -196,6 +232,7 @@ def publish_snapshot(
     events: Events,
     written: dict[str, Path] | None = None,
     record: Callable[[Published], str] | None = None,
+    share: bool = True,
 ) -> Published:
     """Publish the built tables as a new snapshot, unless they equal the current one.
 
@@ -203,6 +240,8 @@ def publish_snapshot(
     files), moved into the snapshot instead of copied.
     ``record(published)`` gives the run's record, written to runs/<run_id>/manifest.json in
     the same switch as CURRENT and runcost.duckdb.
+    ``share``: hard-link the billing periods equal to the current snapshot's (not when the run
+    repairs a damaged snapshot or was asked for a full refresh: those write every file anew).
     """
     events.start("publish", "snapshot")
     contents = table_contents(con, written, hidden=intermediates(models))
@@ -223,7 +262,16 @@ def publish_snapshot(
             retention_days=config.periods.snapshot_retention_days,
             views=views,
             records=records,
+            share_from=_current_folder(config.warehouse) if share else None,
         )
+        linked = sum(len(values) for values in snapshot.shared.values())
+        if linked:
+            log.info(
+                "%d partitions of %d tables equal the previous snapshot's: linked, not written",
+                linked,
+                len(snapshot.shared),
+                extra={"stage": "publish"},
+            )
         events.done("publish", f"snapshot {run_id} is current")
         return Published("published", snapshot.folder, contents, hashes)
     # same content as the current snapshot: keep it, so readers and history stay put
@@ -236,6 +284,11 @@ def publish_snapshot(
     hashes, contents = served_history(folder, hashes, contents)
     events.done("publish", f"no change; snapshot {same_as} stays current")
     return Published("unchanged", folder, contents, hashes, unchanged_from=same_as)
+
+
+def _current_folder(warehouse: Path) -> Path | None:
+    current = current_snapshot(warehouse)
+    return warehouse / "snapshots" / current["run_id"] if current else None
 
 
 def save_generated(run_dir: Path, models: list[Model]) -> None:

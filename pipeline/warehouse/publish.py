@@ -26,20 +26,32 @@ from pipeline.warehouse.commit import (
     switch_failure,
     write_failure,
 )
-from pipeline.warehouse.integrity import table_files
-from pipeline.warehouse.parquet import write_parquet
+from pipeline.warehouse.integrity import DamagedRecord, table_files
+from pipeline.warehouse.parquet import OPTIONS, write_parquet
+from pipeline.warehouse.sharing import (
+    Partitions,
+    digest,
+    hash_partitions,
+    link_partitions,
+    partition_record,
+    relink_partitions,
+    shareable,
+    unshared_source,
+)
 from pipeline.warehouse.snapshots import (
     DATABASE_NAME,
     HASH_ALGORITHM,
     KEEP_SNAPSHOTS,
     SNAPSHOT_RECORD,
     prune,
+    snapshot_record,
     sync_directory,
     sync_file,
     sync_tree,
     write_durably,
 )
 from pipeline.warehouse.views import (
+    PARTITION_COLUMN,
     PublishedView,
     TableContent,
     relative_path,
@@ -62,6 +74,8 @@ class Snapshot:
     database: Path
     row_counts: dict[str, int]
     content_hashes: dict[str, str] = field(default_factory=dict)
+    # billing periods whose Parquet is hard links to the snapshot shared from, by table
+    shared: dict[str, list[str]] = field(default_factory=dict)
 
 
 def table_contents(
@@ -76,25 +90,41 @@ def table_contents(
         if f"{schema}.{name}" in hidden:
             continue
         source = f"staging.{name}" if schema == "telemetry" else f"{schema}.{name}"
-        columns, rows, digest = content_hash(con, source)
         key = f"{schema}.{name}"
-        contents.append(TableContent(key, source, columns, rows, digest, written.get(key)))
+        columns, rows, digest, partitions = _hashed(con, source)
+        contents.append(
+            TableContent(key, source, columns, rows, digest, written.get(key), partitions)
+        )
     return contents
+
+
+def _hashed(
+    con: duckdb.DuckDBPyConnection, relation: str
+) -> tuple[tuple[tuple[str, str], ...], int, str, Partitions]:
+    """content_hash, with the sums per billing period of a table that has them (one pass)."""
+    columns = _columns(con, relation)
+    if PARTITION_COLUMN not in dict(columns):
+        return (*content_hash(con, relation), ())
+    rows, total, partitions = hash_partitions(con, relation)
+    return columns, rows, digest(columns, rows, total, HASH_ALGORITHM), partitions
 
 
 def content_hash(
     con: duckdb.DuckDBPyConnection, relation: str
 ) -> tuple[tuple[tuple[str, str], ...], int, str]:
     """(columns, rows, hash) of a table or view; the hash ignores row order."""
-    columns = tuple(
-        (str(row[0]), str(row[1])) for row in con.execute(f"describe {relation}").fetchall()
-    )
+    columns = _columns(con, relation)
     # sum, not bit_xor: two equal rows must not cancel out; the hugeint sum is exact
     rows, total = con.execute(
         f"select count(*), coalesce(sum(hash(t)), 0)::hugeint from {relation} as t"
     ).fetchone()
-    digest = hashlib.sha256(f"{HASH_ALGORITHM}|{columns!r}|{rows}|{total}".encode())
-    return columns, rows, digest.hexdigest()[:32]
+    return columns, rows, digest(columns, rows, int(total), HASH_ALGORITHM)
+
+
+def _columns(con: duckdb.DuckDBPyConnection, relation: str) -> tuple[tuple[str, str], ...]:
+    return tuple(
+        (str(row[0]), str(row[1])) for row in con.execute(f"describe {relation}").fetchall()
+    )
 
 
 def view_contents(
@@ -164,6 +194,7 @@ def publish(
     retention_days: int = 0,
     views: list[PublishedView] | None = None,
     records: Sequence[tuple[Path, str]] = (),
+    share_from: Path | None = None,
 ) -> Snapshot:
     """Write the snapshot beside the current one and make it current in one atomic step.
 
@@ -173,6 +204,9 @@ def publish(
     runcost.duckdb, and recover() makes CURRENT agree again after a crash between renames. A
     failure before the commit point leaves the previous snapshot current and readable; a rename
     of the switch that fails is undone (commit.switch).
+
+    ``share_from``: a snapshot folder (the current one) whose partitions equal to this
+    snapshot's are hard-linked rather than written (pipeline.warehouse.sharing).
     """
     reached = checkpoint or (lambda _point: None)
     contents = contents if contents is not None else table_contents(con)
@@ -186,19 +220,25 @@ def publish(
         if staging.exists():
             shutil.rmtree(staging)
         staging.mkdir(parents=True)
+        current = _shared_record(share_from)
+        shared = {}
         for table in contents:
-            _copy_table(con, table, staging)
+            linked = _copy_table(con, table, staging, shareable(table, current, share_from))
+            if linked:
+                shared[table.name] = sorted(linked)
         hashes = content_hashes(contents, views)
         record = {
             "run_id": run_id,
             "published_at": datetime.now(UTC).isoformat(timespec="seconds"),
             "hash_algorithm": HASH_ALGORITHM,
+            "parquet_options": OPTIONS,
             "content_hash": snapshot_hash(hashes),
             "tables": {
                 table.name: {
                     "rows": table.rows,
                     "content_hash": table.content_hash,
                     "partition_by": table.partition_by,
+                    "partitions": partition_record(table) if table.partition_by else None,
                     "path": str(relative_path(table)),
                     "columns": [list(column) for column in table.columns],
                     # the files and their sizes: a damaged snapshot is found without reading it
@@ -256,16 +296,45 @@ def publish(
         database=database,
         row_counts={table.name: table.rows for table in contents},
         content_hashes=hashes,
+        shared=shared,
     )
 
 
-def _copy_table(con: duckdb.DuckDBPyConnection, table: TableContent, staging: Path) -> None:
+def _shared_record(folder: Path | None) -> dict | None:
+    """snapshot.json of the snapshot to share partitions with; None when it cannot be read."""
+    if folder is None:
+        return None
+    try:
+        return snapshot_record(folder)
+    except DamagedRecord:
+        return None
+
+
+def _copy_table(
+    con: duckdb.DuckDBPyConnection,
+    table: TableContent,
+    staging: Path,
+    shared: dict[str, Path],
+) -> set[str]:
+    """Write (or move in) one table; the billing periods hard-linked from ``shared``."""
     target = staging / relative_path(table)
     target.parent.mkdir(parents=True, exist_ok=True)
     if table.files is not None:
         shutil.move(table.files, target)  # a rename when both are on one filesystem
-        return
-    write_parquet(con, table.source, table.columns, target, table.partition_by)
+        return relink_partitions(target, shared)
+    linked = link_partitions(target, shared)
+    partitioned = _partitioned_rows(table)
+    if not table.partition_by or len(linked) < len(table.partitions) or table.rows != partitioned:
+        values = [value for value, _rows, _total in table.partitions if value not in linked]
+        source = unshared_source(table, linked)
+        # rows without a period are in no partition: let the write find the values then
+        known = values if linked and table.rows == partitioned else None
+        write_parquet(con, source, table.columns, target, table.partition_by, values=known)
+    return linked
+
+
+def _partitioned_rows(table: TableContent) -> int:
+    return sum(rows for _value, rows, _total in table.partitions)
 
 
 def _tables(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str]]:

@@ -24,6 +24,8 @@ class TableContent:
     content_hash: str
     files: Path | None = None  # Parquet a build wrote in this layout (Spark, or a DuckDB
     # `-- materialized: parquet` model): moved into the snapshot, not copied
+    # per billing period: (value, rows, sum of row hashes), for sharing unchanged periods
+    partitions: tuple[tuple[str, int, str], ...] = ()
 
     @property
     def partition_by(self) -> str | None:

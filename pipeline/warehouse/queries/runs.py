@@ -33,6 +33,14 @@ class LastRun:
     unchanged_from: str | None = None
     checks: dict[str, str] = field(default_factory=dict)
     stage_seconds: dict[str, float] = field(default_factory=dict)
+    # the inputs that moved since the snapshot's run, so the run built ("telemetry",
+    # "2026-10 aws deliveries", "--full-refresh"); empty when it found nothing new and built nothing
+    built_because: list[str] = field(default_factory=list)
+
+    @property
+    def built(self) -> bool:
+        """Whether the run built the models (a night with nothing new builds nothing)."""
+        return "build" in self.stage_seconds
 
     @property
     def seconds(self) -> float:
@@ -48,7 +56,8 @@ class LastRun:
         """The run as `runcost status --format json` writes it (unrecorded keys left out)."""
         found: dict[str, Any] = {"run_id": self.run_id, "status": self.status}
         found |= {key: getattr(self, key) for key in _ENDING if getattr(self, key) is not None}
-        return found | {"checks": self.checks, "stage_seconds": self.stage_seconds}
+        found |= {"checks": self.checks, "stage_seconds": self.stage_seconds}
+        return found | ({"built_because": self.built_because} if self.built_because else {})
 
 
 @dataclass(frozen=True)
@@ -100,6 +109,7 @@ def last_run(manifest: Path) -> LastRun:
         **ending,
         checks=record.get("checks") or {},
         stage_seconds=record.get("stage_seconds") or {},
+        built_because=list((record.get("inputs") or {}).get("built_because") or []),
     )
 
 
