@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from functools import cache
@@ -31,12 +30,16 @@ import pyarrow as pa
 from pipeline import __version__
 from pipeline.dag.models import sql_root
 from pipeline.run.record import delivery_record
+from pipeline.telemetry.files import find_files
 from pipeline.warehouse.raw_store import Delivery
 
 # a billing period whose end is this close to the clock has its status decided by the hour:
 # the fingerprint holds the clock itself, so the run builds (GCP invoice months end in
 # Pacific time, a few hours after the UTC month)
 BOUNDARY = timedelta(days=2)
+# parts that say how the inputs were read, not what they hold: equal content read from other
+# bytes (a telemetry file written again) is no change
+READ_AS = frozenset({"telemetry files"})
 TIMES = {
     "attempts": ("started_at", "ended_at"),
     "attempt_resources": ("started_at", "ended_at"),
@@ -46,26 +49,41 @@ TIMES = {
 
 @dataclass(frozen=True)
 class Fingerprints:
-    """The hashes of one run's inputs: the parts every period shares, and each month's own."""
+    """The hashes of one run's inputs: the parts every period shares, and each month's own.
+
+    ``telemetry_until``: the latest end of an attempt or resource interval ("open" when one has
+    none), kept so a run whose telemetry files did not change can tell the clock part without
+    reading them; it is derived from the telemetry, so it is not compared on its own.
+    """
 
     shared: dict[str, str]
     months: dict[str, dict[str, str]] = field(default_factory=dict)
+    telemetry_until: str | None = None
 
     def record(self) -> dict[str, object]:
-        return {"shared": dict(self.shared), "months": {k: dict(v) for k, v in self.months.items()}}
+        return {
+            "shared": dict(self.shared),
+            "months": {month: dict(parts) for month, parts in self.months.items()},
+            "telemetry_until": self.telemetry_until,
+        }
 
     @classmethod
     def from_record(cls, body: object) -> Fingerprints | None:
         if not isinstance(body, dict) or not isinstance(body.get("shared"), dict):
             return None
         months = body.get("months")
-        return cls(dict(body["shared"]), dict(months) if isinstance(months, dict) else {})
+        until = body.get("telemetry_until")
+        return cls(
+            dict(body["shared"]),
+            dict(months) if isinstance(months, dict) else {},
+            until if isinstance(until, str) else None,
+        )
 
     def moved(self, previous: Fingerprints | None) -> list[str]:
         """The parts that differ from ``previous`` ("config", "2026-10 deliveries", ...)."""
         if previous is None:
             return ["no previous fingerprints"]
-        shared = self.shared
+        shared = {name: value for name, value in self.shared.items() if name not in READ_AS}
         moved = [name for name in sorted(shared) if previous.shared.get(name) != shared[name]]
         for month in sorted(set(self.months) | set(previous.months)):
             mine, theirs = self.months.get(month, {}), previous.months.get(month, {})
@@ -75,36 +93,88 @@ class Fingerprints:
         return moved
 
 
-def fingerprints(
-    deliveries: Iterable[Delivery],
-    telemetry: dict[str, pa.Table],
-    config_hash: str,
-    invoice_file: dict[str, str] | None,
-    clock: datetime,
-    gcp_settle_days: int,
-) -> Fingerprints:
+@dataclass(frozen=True)
+class Inputs:
+    """What a run fingerprints besides the telemetry tables."""
+
+    deliveries: list[Delivery]
+    config_hash: str
+    invoice_file: dict[str, str] | None
+    telemetry_files: str  # telemetry_files_digest, or "adapters"
+    clock: datetime
+    gcp_settle_days: int
+
+
+def fingerprints(inputs: Inputs, telemetry: dict[str, pa.Table]) -> Fingerprints:
     """Every part of a run's inputs, hashed (see the module's docstring)."""
-    deliveries = list(deliveries)
-    listed = _delivery_parts(deliveries)
+    listed = _delivery_parts(inputs.deliveries)
     months = sorted({_month(period) for _provider, period in listed} - {None})
     con = duckdb.connect()
     try:
         for name, table in telemetry.items():
             con.register(name, table)
         shared_telemetry, by_month = _telemetry_parts(con, telemetry, months)
-        held_at_clock = _held_at_clock(con, telemetry, clock)
+        until = _telemetry_until(con, telemetry)
     finally:
         con.close()
+    return _assembled(inputs, listed, months, shared_telemetry, by_month, until)
+
+
+def unread_telemetry(inputs: Inputs, previous: Fingerprints) -> Fingerprints | None:
+    """The fingerprints of a run whose telemetry files are those ``previous`` read: its
+    telemetry parts are taken from ``previous`` without reading the files; None when the files
+    differ (or come from adapters, which only reading can tell)."""
+    files = previous.shared.get("telemetry files")
+    if inputs.telemetry_files == "adapters" or files != inputs.telemetry_files:
+        return None
+    if previous.telemetry_until is None or "telemetry" not in previous.shared:
+        return None
+    listed = _delivery_parts(inputs.deliveries)
+    months = sorted({_month(period) for _provider, period in listed} - {None})
+    by_month = {
+        month: previous.months[month]["telemetry"]
+        for month in months
+        if "telemetry" in previous.months.get(month, {})
+    }
+    shared_telemetry = previous.shared["telemetry"]
+    return _assembled(inputs, listed, months, shared_telemetry, by_month, previous.telemetry_until)
+
+
+def telemetry_files_digest(folder: Path | None, keep_published: bool) -> str:
+    """sha256 over the names and bytes of the canonical telemetry files a run reads from
+    ``folder``; "adapters" when the telemetry does not come from files."""
+    if folder is None or not folder.is_dir():
+        return "adapters"
+    digest = hashlib.sha256(f"keep_published={keep_published}\n".encode())
+    for name, path in sorted(find_files(folder).items()):
+        digest.update(f"{name}\n{path.name}\n".encode())
+        with path.open("rb") as handle:
+            while chunk := handle.read(1 << 20):
+                digest.update(chunk)
+    return digest.hexdigest()[:32]
+
+
+def _assembled(
+    inputs: Inputs,
+    listed: dict[tuple[str, str], str],
+    months: list[str],
+    shared_telemetry: str,
+    by_month: dict[str, str],
+    until: str,
+) -> Fingerprints:
+    clock = inputs.clock
+    held = until == "open" or datetime.fromisoformat(until) > clock
     shared = {
-        "config": config_hash,
-        "invoices": _digest(invoice_file),
+        "config": inputs.config_hash,
+        "invoices": _digest(inputs.invoice_file),
         "code": code_fingerprint(),
         "telemetry": shared_telemetry,
+        "telemetry files": inputs.telemetry_files,
         "deliveries": _digest(sorted(listed.items())),
         # estimates stop at the clock: while telemetry holds an interval there, every night differs
-        "clock": clock.isoformat() if held_at_clock else "nothing held at the clock",
+        "clock": clock.isoformat() if held else "nothing held at the clock",
     }
-    delivered_at = _last_delivered(deliveries)
+    delivered_at = _last_delivered(inputs.deliveries)
     per_month: dict[str, dict[str, str]] = {month: {} for month in months}
     grouped: dict[tuple[str, str], list[object]] = {}
     for (provider, period), digest in sorted(listed.items()):
@@ -115,8 +185,8 @@ def fingerprints(
         per_month[month][f"{provider} deliveries"] = _digest(parts)
     for month in months:
         per_month[month]["telemetry"] = by_month.get(month, _digest(None))
-        per_month[month]["clock"] = _clock_part(month, clock, delivered_at, gcp_settle_days)
-    return Fingerprints(shared, per_month)
+        per_month[month]["clock"] = _clock_part(month, clock, delivered_at, inputs.gcp_settle_days)
+    return Fingerprints(shared, per_month, until)
 
 
 @cache
@@ -177,18 +247,20 @@ def _telemetry_parts(
     return _digest(totals), {month: _digest(sorted(parts)) for month, parts in by_month.items()}
 
 
-def _held_at_clock(
-    con: duckdb.DuckDBPyConnection, telemetry: dict[str, pa.Table], clock: datetime
-) -> bool:
-    """Some attempt or resource interval is open, or ends after the clock."""
-    for name in ("attempts", "attempt_resources"):
-        if name in telemetry:
-            found = con.execute(
-                f"select count(*) from {name} where ended_at is null or ended_at > ?", [clock]
-            ).fetchone()[0]
-            if found:
-                return True
-    return False
+def _telemetry_until(con: duckdb.DuckDBPyConnection, telemetry: dict[str, pa.Table]) -> str:
+    """The latest time a resource is held until, as marts.cost_estimates reads it (its own
+    end, else its attempt's); "open" when some resource has neither (held until the clock)."""
+    if "attempt_resources" not in telemetry or "attempts" not in telemetry:
+        return datetime(1970, 1, 1, tzinfo=UTC).isoformat()
+    open_ended, last = con.execute(
+        "select count(*) filter (where until is null), max(until) from ("
+        "select coalesce(resources.ended_at, attempts.ended_at) as until "
+        "from attempt_resources as resources "
+        "inner join attempts on resources.attempt_id = attempts.attempt_id)"
+    ).fetchone()
+    if open_ended:
+        return "open"
+    return (last or datetime(1970, 1, 1, tzinfo=UTC)).astimezone(UTC).isoformat()
 
 
 def _clock_part(

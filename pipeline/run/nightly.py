@@ -147,6 +147,9 @@ def _run(
     """The stages; ``forced``: why every period is built whatever the fingerprints say."""
     ingested = stages.ingest(config, events, manifest.allow_shrink or ())
     manifest.inputs = dict(ingested.record)
+    served = None if forced else stages.decide_unread(config, ingested, clock, manifest)
+    if served is not None:
+        return _served_again(config, events, run_dir, manifest, ingested, served)
     telemetry = stages.telemetry(config, events, clock)
     manifest.inputs["telemetry"] = {name: table.num_rows for name, table in telemetry.items()}
     served = stages.decide(config, ingested, telemetry, clock, manifest, forced)

@@ -22,7 +22,12 @@ from pipeline.ingest.aws_cur2 import ingest_aws_exports
 from pipeline.ingest.focus_files import ingest_focus_files
 from pipeline.ingest.gcp_files import ingest_gcp_files
 from pipeline.run.events import Events
-from pipeline.run.fingerprints import fingerprints
+from pipeline.run.fingerprints import (
+    Inputs,
+    fingerprints,
+    telemetry_files_digest,
+    unread_telemetry,
+)
 from pipeline.run.history import previous_folder
 from pipeline.run.invoices import check_invoice_currencies
 from pipeline.run.lookalikes import warn_lookalike_tags
@@ -136,6 +141,25 @@ def telemetry(config: Config, events: Events, clock: datetime) -> dict[str, pa.T
     return tables
 
 
+def decide_unread(
+    config: Config, ingested: Ingested, clock: datetime, manifest: RunManifest
+) -> Unchanged | None:
+    """Nothing new, told before reading the telemetry: the current snapshot when the telemetry
+    files are byte for byte those the serving run read (its telemetry fingerprints stand) and
+    every other part is equal too; None otherwise (the run reads the telemetry and decides)."""
+    record = serving_record(config.warehouse)
+    previous = previous_fingerprints(record)
+    if record is None or previous is None or not _clock_not_behind(clock, record.get("clock")):
+        return None
+    prints = unread_telemetry(_inputs(config, ingested, clock, manifest), previous)
+    same = nothing_new(config.warehouse, prints, record) if prints is not None else None
+    if same is not None and prints is not None:
+        inputs = manifest.inputs if manifest.inputs is not None else {}
+        inputs["telemetry"] = (record.get("inputs") or {}).get("telemetry")
+        inputs["fingerprints"] = prints.record()
+    return same
+
+
 def decide(
     config: Config,
     ingested: Ingested,
@@ -147,15 +171,7 @@ def decide(
     """The current snapshot when this run's inputs equal those of the run serving it (nothing
     new: no build); else None. Records the fingerprints, and why the run builds, in the
     manifest's inputs. ``forced``: why the run builds whatever the fingerprints say."""
-    invoice_file = ingested.record.get("invoice_file")
-    prints = fingerprints(
-        ingested.deliveries,
-        telemetry,
-        manifest.config_hash,
-        invoice_file if isinstance(invoice_file, dict) else None,
-        clock,
-        config.periods.gcp_settle_days,
-    )
+    prints = fingerprints(_inputs(config, ingested, clock, manifest), telemetry)
     inputs = manifest.inputs if manifest.inputs is not None else {}
     inputs["fingerprints"] = prints.record()
     record = serving_record(config.warehouse)
@@ -167,6 +183,27 @@ def decide(
         moved = prints.moved(previous_fingerprints(record))
         inputs["built_because"] = moved or ["the current snapshot is not served as published"]
     return same
+
+
+def _inputs(config: Config, ingested: Ingested, clock: datetime, manifest: RunManifest) -> Inputs:
+    invoice_file = ingested.record.get("invoice_file")
+    files = None if config.telemetry_sources else config.telemetry
+    return Inputs(
+        deliveries=ingested.deliveries,
+        config_hash=manifest.config_hash,
+        invoice_file=invoice_file if isinstance(invoice_file, dict) else None,
+        telemetry_files=telemetry_files_digest(files, config.telemetry_keep_published),
+        clock=clock,
+        gcp_settle_days=config.periods.gcp_settle_days,
+    )
+
+
+def _clock_not_behind(clock: datetime, recorded: object) -> bool:
+    """The clock is not before the serving run's: telemetry it accepted, this run accepts."""
+    try:
+        return isinstance(recorded, str) and clock >= datetime.fromisoformat(recorded)
+    except ValueError:
+        return False
 
 
 def open_build(path: Path, run_dir: Path, config: Config) -> duckdb.DuckDBPyConnection:

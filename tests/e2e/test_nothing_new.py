@@ -49,6 +49,8 @@ def test_same_inputs_build_nothing_and_serve_the_current_snapshot(
     record = _record(second)
     assert second.status == "unchanged"
     assert "build" not in second.stage_seconds and "checks" not in second.stage_seconds
+    # the telemetry files are those the first run read: not even read again
+    assert "telemetry" not in second.stage_seconds
     assert second.snapshot == first.snapshot
     assert second.row_counts == first.row_counts
     assert second.content_hashes == first.content_hashes
@@ -95,6 +97,19 @@ def test_changed_telemetry_builds_and_says_why(tmp_path: Path) -> None:
     assert last is not None and last.built and "telemetry" in last.built_because
     shown = CliRunner().invoke(main, ["status", "--config", str(config)], env={"COLUMNS": "100"})
     assert "built because: " in shown.output and "telemetry" in shown.output
+
+
+def test_telemetry_files_written_again_with_the_same_rows_build_nothing(tmp_path: Path) -> None:
+    config = write_world("aws", tmp_path)
+    first = _run(config)
+    _edit_attempts(tmp_path / "telemetry", {})  # the same rows, written anew
+    second = _run(config)
+    record = _record(second)
+    assert "telemetry" in second.stage_seconds, "other bytes: the files are read"
+    assert "build" not in second.stage_seconds, "the same rows: nothing to build"
+    assert second.status == "unchanged" and record["unchanged_from"] == first.run_id
+    third = _run(config)
+    assert "telemetry" not in third.stage_seconds, "the bytes this run's record names"
 
 
 def test_changed_config_builds(tmp_path: Path) -> None:
