@@ -28,9 +28,8 @@ import duckdb
 import pyarrow as pa
 
 from pipeline import __version__
-from pipeline.dag.models import sql_root
 from pipeline.run.record import delivery_record
-from pipeline.telemetry.files import find_files
+from pipeline.run.sources import TELEMETRY_TABLES
 from pipeline.warehouse.raw_store import Delivery
 
 # a billing period whose end is this close to the clock has its status decided by the hour:
@@ -141,16 +140,23 @@ def unread_telemetry(inputs: Inputs, previous: Fingerprints) -> Fingerprints | N
 
 
 def telemetry_files_digest(folder: Path | None, keep_published: bool) -> str:
-    """sha256 over the names and bytes of the canonical telemetry files a run reads from
-    ``folder``; "adapters" when the telemetry does not come from files."""
+    """sha256 over the names and bytes of the telemetry files a run may read from ``folder``
+    (every file named after a canonical table, whatever its suffix); "adapters" when the
+    telemetry does not come from files. Only regular files are read: the loader refuses any
+    other kind, so the digest differs and the run reads (and refuses) it."""
     if folder is None or not folder.is_dir():
         return "adapters"
     digest = hashlib.sha256(f"keep_published={keep_published}\n".encode())
-    for name, path in sorted(find_files(folder).items()):
-        digest.update(f"{name}\n{path.name}\n".encode())
-        with path.open("rb") as handle:
-            while chunk := handle.read(1 << 20):
-                digest.update(chunk)
+    for path in sorted(folder.iterdir()):
+        if path.stem not in TELEMETRY_TABLES:
+            continue
+        digest.update(f"{path.name}\n".encode())
+        if path.is_file():
+            with path.open("rb") as handle:
+                while chunk := handle.read(1 << 20):
+                    digest.update(chunk)
+        else:
+            digest.update(b"not a regular file\n")
     return digest.hexdigest()[:32]
 
 
@@ -191,11 +197,11 @@ def _assembled(
 
 @cache
 def code_fingerprint() -> str:
-    """The runcost version and every file of the package that makes a published number."""
+    """The runcost version and every file of the package that makes a published number: the
+    package (with its SQL when installed), and sql/ and schemas/ beside it in a checkout."""
     digest = hashlib.sha256(__version__.encode())
     package = Path(__file__).resolve().parents[1]
-    roots = [package, sql_root(), package.parent / "schemas"]
-    for root in roots:
+    for root in (package, package.parent / "sql", package.parent / "schemas"):
         if not root.is_dir():
             continue
         for path in sorted(root.rglob("*")):

@@ -42,10 +42,6 @@ from pipeline.run.record import (
 from pipeline.run.restatement import check_restated_accounts
 from pipeline.run.sources import TELEMETRY_TABLES
 from pipeline.run.unchanged import Unchanged, nothing_new, previous_fingerprints, serving_record
-from pipeline.telemetry.adapters import read_sources
-from pipeline.telemetry.canonical import empty_table
-from pipeline.telemetry.files import load_telemetry
-from pipeline.telemetry.published import keep_published
 from pipeline.warehouse.publish import (
     TableContent,
     content_hashes,
@@ -121,7 +117,14 @@ def ingest(config: Config, events: Events, allow_shrink: Iterable[str] = ()) -> 
 
 def telemetry(config: Config, events: Events, clock: datetime) -> dict[str, pa.Table]:
     """The canonical telemetry tables, from files or the configured adapters; no time in the
-    files may run past the run's ``clock`` by more than a day."""
+    files or a source's tables may run past the run's ``clock`` by more than a day."""
+    # imported here: validating telemetry takes pandera and polars (over a CPU second to
+    # import), which a night with nothing new never needs
+    from pipeline.telemetry.adapters import read_sources
+    from pipeline.telemetry.canonical import empty_table
+    from pipeline.telemetry.files import load_telemetry
+    from pipeline.telemetry.published import keep_published
+
     events.start("telemetry", "canonical tables")
     if config.telemetry is None and not config.telemetry_sources:
         log.warning(
@@ -133,7 +136,7 @@ def telemetry(config: Config, events: Events, clock: datetime) -> dict[str, pa.T
     elif not config.telemetry_sources:
         tables = load_telemetry(config.telemetry, now=clock)
     else:
-        tables = read_sources(config)
+        tables = read_sources(config, now=clock)
     if config.telemetry_keep_published:
         # a re-delivered file names the attempts it updates; the ones it leaves out stay
         tables = keep_published(config.warehouse, tables)
