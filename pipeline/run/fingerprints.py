@@ -9,10 +9,11 @@ that snapshot again: it is decided before any build (pipeline.run.nightly) and r
 - ``telemetry``: every row of the four canonical tables, order-independent; per billing month
   the rows whose times overlap it;
 - ``config``, ``invoices``: runcost.toml as read and the invoice file's sha256;
-- ``code``: the runcost version and every file of the package (SQL models, macros, ingest);
-- ``clock``: what the run clock decides, per billing month (ended or not, settled or not for
-  GCP, or the clock itself near a boundary) and for all (the clock itself when some interval of
-  the telemetry is still held at it, since estimates stop there).
+- ``code``: the runcost version, the versions of the libraries that compute (DuckDB, pyarrow,
+  polars, pandera, sqlglot, PySpark) and every file of the package (SQL models, macros, ingest);
+- ``clock``: what the run clock decides, per billing month (ended or not, how many GCP
+  deliveries are settled, or the clock itself near a month's end) and for all (the clock itself
+  when some interval of the telemetry is still held at it, since estimates stop there).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import json
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from functools import cache
+from importlib import metadata
 from pathlib import Path
 
 import duckdb
@@ -36,6 +38,9 @@ from pipeline.warehouse.raw_store import Delivery
 # the fingerprint holds the clock itself, so the run builds (GCP invoice months end in
 # Pacific time, a few hours after the UTC month)
 BOUNDARY = timedelta(days=2)
+# the libraries that read, compute or write published numbers (their versions, from the
+# installed metadata: nothing is imported)
+DEPENDENCIES = ("duckdb", "pyarrow", "polars", "pandera", "sqlglot", "pyspark")
 # parts that say how the inputs were read, not what they hold: equal content read from other
 # bytes (a telemetry file written again) is no change
 READ_AS = frozenset({"telemetry files"})
@@ -180,7 +185,7 @@ def _assembled(
         # estimates stop at the clock: while telemetry holds an interval there, every night differs
         "clock": clock.isoformat() if held else "nothing held at the clock",
     }
-    delivered_at = _last_delivered(inputs.deliveries)
+    settled = _settled(inputs.deliveries, clock, inputs.gcp_settle_days)
     per_month: dict[str, dict[str, str]] = {month: {} for month in months}
     grouped: dict[tuple[str, str], list[object]] = {}
     for (provider, period), digest in sorted(listed.items()):
@@ -191,7 +196,7 @@ def _assembled(
         per_month[month][f"{provider} deliveries"] = _digest(parts)
     for month in months:
         per_month[month]["telemetry"] = by_month.get(month, _digest(None))
-        per_month[month]["clock"] = _clock_part(month, clock, delivered_at, inputs.gcp_settle_days)
+        per_month[month]["clock"] = _clock_part(month, clock, settled.get(month))
     return Fingerprints(shared, per_month, until)
 
 
@@ -200,6 +205,8 @@ def code_fingerprint() -> str:
     """The runcost version and every file of the package that makes a published number: the
     package (with its SQL when installed), and sql/ and schemas/ beside it in a checkout."""
     digest = hashlib.sha256(__version__.encode())
+    for name in DEPENDENCIES:  # an upgraded engine or parser may compute differently
+        digest.update(f"{name} {_version(name)}\n".encode())
     package = Path(__file__).resolve().parents[1]
     for root in (package, package.parent / "sql", package.parent / "schemas"):
         if not root.is_dir():
@@ -209,6 +216,13 @@ def code_fingerprint() -> str:
                 digest.update(f"{path.relative_to(root)}\n".encode())
                 digest.update(path.read_bytes())
     return digest.hexdigest()[:32]
+
+
+def _version(name: str) -> str:
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return "absent"
 
 
 def _delivery_parts(deliveries: list[Delivery]) -> dict[tuple[str, str], str]:
@@ -269,38 +283,42 @@ def _telemetry_until(con: duckdb.DuckDBPyConnection, telemetry: dict[str, pa.Tab
     return (last or datetime(1970, 1, 1, tzinfo=UTC)).astimezone(UTC).isoformat()
 
 
-def _clock_part(
-    month: str, clock: datetime, delivered_at: dict[str, datetime], settle_days: int
-) -> str:
+def _clock_part(month: str, clock: datetime, settled: int | None) -> str:
+    """What the clock decides for a billing month: ended or not (the clock itself near the end,
+    where a GCP invoice month's Pacific midnight may fall), and how many GCP deliveries are
+    settled (delivered ``gcp_settle_days`` or more before the clock): GCP's final rule (no rows
+    for that many days) changes only when a delivery crosses that line."""
     end = _bounds(month)[1]
     if abs(clock - end) <= BOUNDARY:
         return clock.isoformat()
     parts = ["ended" if clock >= end else "open"]
-    last = delivered_at.get(month)
-    if last is not None:
-        settled = clock - timedelta(days=settle_days)
-        if abs(settled - last) <= BOUNDARY:
-            return clock.isoformat()
-        parts.append("settled" if last <= settled else "settling")
+    if settled is not None:
+        parts.append(f"{settled} settled")
     return " ".join(parts)
 
 
-def _last_delivered(deliveries: list[Delivery]) -> dict[str, datetime]:
-    """The latest delivery time per billing month (GCP's final rule counts days from it)."""
-    latest: dict[str, datetime] = {}
+def _settled(deliveries: list[Delivery], clock: datetime, settle_days: int) -> dict[str, int]:
+    """Per billing month, the GCP deliveries delivered ``settle_days`` or more before ``clock``."""
+    limit = clock - timedelta(days=settle_days)
+    counts: dict[str, int] = {}
     for delivery in deliveries:
         month = _month(delivery.billing_period)
-        text = delivery_record(delivery).get("delivered_at")
-        if month is None or not isinstance(text, str):
+        if delivery.provider != "gcp" or month is None:
             continue
-        try:
-            when = datetime.fromisoformat(text.replace("Z", "+00:00"))
-        except ValueError:
-            continue
-        when = when if when.tzinfo else when.replace(tzinfo=UTC)
-        if month not in latest or when > latest[month]:
-            latest[month] = when
-    return latest
+        when = _delivered_at(delivery)
+        counts[month] = counts.get(month, 0) + int(when is not None and when <= limit)
+    return counts
+
+
+def _delivered_at(delivery: Delivery) -> datetime | None:
+    text = delivery_record(delivery).get("delivered_at")
+    if not isinstance(text, str):
+        return None
+    try:
+        when = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return when if when.tzinfo else when.replace(tzinfo=UTC)
 
 
 def _month(period: str) -> str | None:
