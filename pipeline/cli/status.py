@@ -257,6 +257,13 @@ def _print_status(console: Console, found: WarehouseStatus) -> None:
                 "  nothing new: the inputs equal those of the current snapshot; nothing built",
                 highlight=False,
             )
+        for month, build in sorted(last.period_builds.items()):
+            why = ", ".join(str(item) for item in build.get("why") or [])
+            console.print(
+                f"  {month}: {build.get('action')} ({why}); rows {build.get('rows')}",
+                markup=False,
+                highlight=False,
+            )
         failed = last.failed_checks
         console.print(
             f"  checks: {len(last.checks) - len(failed)} of {len(last.checks)} passed"

@@ -40,6 +40,8 @@ class RunManifest:
     periods: list[dict[str, str]] | None = None
     estimates: dict[str, object] | None = None
     unchanged_from: str | None = None
+    # per billing month: built or carried forward, why, and whether its rows changed
+    period_builds: dict[str, dict[str, object]] | None = None
     catalog: str | None = None
     error: str | None = None
     finished_at: str | None = None

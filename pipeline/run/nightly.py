@@ -22,7 +22,7 @@ from pipeline.dag.engines.base import BuildOutcome, Engine
 from pipeline.dag.engines.factory import open_engine
 from pipeline.dag.models import Model, discover
 from pipeline.dag.pools import pool_models
-from pipeline.run import stages
+from pipeline.run import period_builds, stages
 from pipeline.run.check_causes import failure_causes
 from pipeline.run.events import STAGES, Checkpoint, Events, Progress, RunEvent
 from pipeline.run.history import load_previous, previous_folder, register_deliveries, set_clock
@@ -244,6 +244,7 @@ def _served_again(
     )
     events.done("publish", f"no change; snapshot {served.run_id} stays current")
     manifest.previous_snapshot = served.run_id
+    manifest.period_builds = period_builds.carried(_fingerprinted_months(manifest))
     for name, value in served.carried.items():
         setattr(manifest, name, value)
     manifest.finish(
@@ -271,6 +272,13 @@ def _served_again(
 
 
 def _finish(manifest: RunManifest, published: stages.Published, events: Events) -> None:
+    months = {str(month) for month in _fingerprinted_months(manifest)}
+    months |= {value for table in published.contents for value, _r, _t in table.partitions}
+    shared = published.shared
+    if published.status == "unchanged":  # every period's rows are those of the snapshot
+        shared = {table.name: [v for v, _r, _t in table.partitions] for table in published.contents}
+    moved = list((manifest.inputs or {}).get("built_because") or [])
+    manifest.period_builds = period_builds.built(months, moved, published.contents, shared)
     manifest.finish(
         published.status,
         events.rounded(),
@@ -280,6 +288,11 @@ def _finish(manifest: RunManifest, published: stages.Published, events: Events) 
         content_hash=snapshot_hash(published.hashes),
         snapshot=str(published.folder),
     )
+
+
+def _fingerprinted_months(manifest: RunManifest) -> list[str]:
+    found = ((manifest.inputs or {}).get("fingerprints") or {}).get("months") or {}
+    return sorted(found)
 
 
 def _record_at_switch(manifest: RunManifest, events: Events) -> Callable[[stages.Published], str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import shutil
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
@@ -72,6 +72,8 @@ class Published:
     contents: list[TableContent]
     hashes: dict[str, str]
     unchanged_from: str | None = None
+    # the billing periods hard-linked from the previous snapshot, by table
+    shared: dict[str, list[str]] = field(default_factory=dict)
 
 
 def ingest(config: Config, events: Events, allow_shrink: Iterable[str] = ()) -> Ingested:
@@ -313,7 +315,7 @@ def publish_snapshot(
                 extra={"stage": "publish"},
             )
         events.done("publish", f"snapshot {run_id} is current")
-        return Published("published", snapshot.folder, contents, hashes)
+        return Published("published", snapshot.folder, contents, hashes, shared=snapshot.shared)
     # same content as the current snapshot: keep it, so readers and history stay put
     folder = config.warehouse / "snapshots" / same_as
     log.info(

@@ -69,6 +69,16 @@ def test_same_inputs_build_nothing_and_serve_the_current_snapshot(
     assert _record(third)["unchanged_from"] == first.run_id
     shown = CliRunner().invoke(main, ["status", "--config", str(config)], env={"COLUMNS": "100"})
     assert "nothing new: the inputs equal those of the current snapshot" in shown.output
+    months = sorted(_record(first)["period_builds"])
+    assert months and all(
+        build == {"action": "built", "why": ["no previous fingerprints"], "rows": "changed"}
+        for build in _record(first)["period_builds"].values()
+    )
+    assert _record(third)["period_builds"] == {
+        month: {"action": "carried forward", "why": ["nothing new"], "rows": "unchanged"}
+        for month in months
+    }
+    assert f"{months[0]}: carried forward (nothing new); rows unchanged" in shown.output
 
 
 def _edit_attempts(telemetry: Path, change: dict[str, str]) -> None:
@@ -97,6 +107,10 @@ def test_changed_telemetry_builds_and_says_why(tmp_path: Path) -> None:
     assert last is not None and last.built and "telemetry" in last.built_because
     shown = CliRunner().invoke(main, ["status", "--config", str(config)], env={"COLUMNS": "100"})
     assert "built because: " in shown.output and "telemetry" in shown.output
+    # the month the attempt overlaps names its own telemetry first, then what all months share
+    [(month, build)] = record["period_builds"].items()
+    assert build["action"] == "built" and build["why"][0] == "telemetry"
+    assert f"{month}: built (telemetry" in shown.output
 
 
 def test_telemetry_files_written_again_with_the_same_rows_build_nothing(tmp_path: Path) -> None:

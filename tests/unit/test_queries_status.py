@@ -100,7 +100,7 @@ def test_json_keeps_the_published_shape(published: dict) -> None:
     ]
     assert list(plain["last_run"]) == [
         "run_id", "status", "started_at", "finished_at", "checks", "stage_seconds",
-        "built_because",
+        "built_because", "period_builds",
     ]  # fmt: skip
     # a first run builds: there is no run before it to compare its inputs with
     assert plain["last_run"]["built_because"] == ["no previous fingerprints"]

@@ -36,6 +36,8 @@ class LastRun:
     # the inputs that moved since the snapshot's run, so the run built ("telemetry",
     # "2026-10 aws deliveries", "--full-refresh"); empty when it found nothing new and built nothing
     built_because: list[str] = field(default_factory=list)
+    # per billing month: {"action": built | carried forward, "why": [...], "rows": ...}
+    period_builds: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def built(self) -> bool:
@@ -57,7 +59,8 @@ class LastRun:
         found: dict[str, Any] = {"run_id": self.run_id, "status": self.status}
         found |= {key: getattr(self, key) for key in _ENDING if getattr(self, key) is not None}
         found |= {"checks": self.checks, "stage_seconds": self.stage_seconds}
-        return found | ({"built_because": self.built_because} if self.built_because else {})
+        found |= {"built_because": self.built_because} if self.built_because else {}
+        return found | ({"period_builds": self.period_builds} if self.period_builds else {})
 
 
 @dataclass(frozen=True)
@@ -110,6 +113,7 @@ def last_run(manifest: Path) -> LastRun:
         checks=record.get("checks") or {},
         stage_seconds=record.get("stage_seconds") or {},
         built_because=list((record.get("inputs") or {}).get("built_because") or []),
+        period_builds=dict(record.get("period_builds") or {}),
     )
 
 

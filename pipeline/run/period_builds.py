@@ -1,0 +1,47 @@
+"""What a run did with each billing month: built or carried forward, why, and whether its
+published rows changed (written) or stayed (hard-linked from the previous snapshot)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from pipeline.warehouse.views import TableContent
+
+BUILT_WITH_OTHERS = "built with the months that moved"
+
+
+def built(
+    months: Iterable[str],
+    moved: list[str],
+    contents: list[TableContent],
+    shared: dict[str, list[str]],
+) -> dict[str, dict[str, object]]:
+    """Each month of a run that built: why (its own parts that moved, then the shared ones), and
+    its rows: ``unchanged`` when every partitioned table linked the month's partition from the
+    previous snapshot, ``changed`` when some table wrote it, ``none`` when no table has it."""
+    common = [part for part in moved if not _month_part(part)]
+    found: dict[str, dict[str, object]] = {}
+    for month in sorted(set(months)):
+        own = [part.split(" ", 1)[1] for part in moved if _month_part(part) == month]
+        holding = {
+            table.name
+            for table in contents
+            if any(value == month for value, _rows, _total in table.partitions)
+        }
+        linked = {name for name in holding if month in shared.get(name, [])}
+        rows = "none" if not holding else "unchanged" if linked == holding else "changed"
+        found[month] = {"action": "built", "why": own + common or [BUILT_WITH_OTHERS], "rows": rows}
+    return found
+
+
+def carried(months: Iterable[str]) -> dict[str, dict[str, object]]:
+    """Each month of a run that found nothing new: carried forward as published."""
+    return {
+        month: {"action": "carried forward", "why": ["nothing new"], "rows": "unchanged"}
+        for month in sorted(set(months))
+    }
+
+
+def _month_part(part: str) -> str | None:
+    head = part.split(" ", 1)[0]
+    return head if len(head) == 7 and head[4] == "-" and head.replace("-", "").isdigit() else None
