@@ -213,18 +213,7 @@ def _run(
     events.checkpoint("manifest")
     rows = {table.name: table.rows for table in published.contents}
     _finish(manifest, published, events)
-    return RunResult(
-        run_id=manifest.run_id,
-        database=config.warehouse / DATABASE_NAME,
-        snapshot=published.folder,
-        manifest=record_published(run_dir, manifest.record()),
-        deliveries=ingested.deliveries,
-        report=report,
-        stage_seconds=dict(events.stages),
-        row_counts=rows,
-        status=published.status,
-        content_hashes=published.hashes,
-    )
+    return _result(config, run_dir, manifest, ingested, report, events, published.folder, rows)
 
 
 def _served_again(
@@ -257,17 +246,32 @@ def _served_again(
         snapshot=str(served.folder),
     )
     events.checkpoint("manifest")
+    report = BuildReport()
+    return _result(config, run_dir, manifest, ingested, report, events, served.folder, served.rows)
+
+
+def _result(
+    config: Config,
+    run_dir: Path,
+    manifest: RunManifest,
+    ingested: stages.Ingested,
+    report: BuildReport,
+    events: Events,
+    snapshot: Path,
+    rows: dict[str, int],
+) -> RunResult:
+    """A finished run's result, its record written with the final timings."""
     return RunResult(
         run_id=manifest.run_id,
         database=config.warehouse / DATABASE_NAME,
-        snapshot=served.folder,
+        snapshot=snapshot,
         manifest=record_published(run_dir, manifest.record()),
         deliveries=ingested.deliveries,
-        report=BuildReport(),
+        report=report,
         stage_seconds=dict(events.stages),
-        row_counts=dict(served.rows),
-        status="unchanged",
-        content_hashes=dict(served.hashes),
+        row_counts=dict(rows),
+        status=str(manifest.status),
+        content_hashes=dict(manifest.content_hashes or {}),
     )
 
 

@@ -33,7 +33,7 @@ def delivery_record(delivery: Delivery) -> dict[str, object]:
         "new": delivery.new,
         "folder": str(delivery.folder),
     }
-    stored = _read(delivery.folder / DELIVERY_FILE)
+    stored = read_json(delivery.folder / DELIVERY_FILE)
     record["delivered_at"] = stored.get("delivered_at")
     record["files"] = [
         {"name": item.get("name"), "size": item.get("size"), "sha256": item.get("sha256")}
@@ -153,7 +153,8 @@ def note_clock_skew(con: duckdb.DuckDBPyConnection, now: datetime) -> None:
         )
 
 
-def _read(path: Path) -> dict:
+def read_json(path: Path) -> dict:
+    """A JSON object from a file; {} when it is missing, unreadable or not an object."""
     try:
         body = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):

@@ -9,11 +9,11 @@ damaged or hand-edited current snapshot, a record without fingerprints, ``--full
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 from pipeline.run.fingerprints import Fingerprints
+from pipeline.run.record import read_json
 from pipeline.warehouse.publish import snapshot_hash
 from pipeline.warehouse.snapshots import (
     current_snapshot,
@@ -48,7 +48,7 @@ def serving_record(warehouse: Path) -> dict | None:
     if current is None or not runs.is_dir():
         return None
     for folder in sorted(runs.iterdir(), reverse=True):  # run ids sort by start time
-        record = _read(folder / "manifest.json")
+        record = read_json(folder / "manifest.json")
         status = record.get("status")
         served = record.get("unchanged_from") if status == "unchanged" else record.get("run_id")
         serves = status in ("published", "unchanged") and not record.get("catalog")
@@ -90,11 +90,3 @@ def nothing_new(warehouse: Path, now: Fingerprints, record: dict | None) -> Unch
         hashes=hashes,
         carried={name: record[name] for name in CARRIED if name in record},
     )
-
-
-def _read(path: Path) -> dict:
-    try:
-        body = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return body if isinstance(body, dict) else {}
