@@ -257,6 +257,12 @@ def _print_status(console: Console, found: WarehouseStatus) -> None:
                 "  nothing new: the inputs equal those of the current snapshot; nothing built",
                 highlight=False,
             )
+        failed = last.failed_checks
+        console.print(
+            f"  checks: {len(last.checks) - len(failed)} of {len(last.checks)} passed"
+            + (f"; failed: {', '.join(failed)}" if failed else ""),
+            highlight=False,
+        )
         for month, build in sorted(last.period_builds.items()):
             why = ", ".join(str(item) for item in build.get("why") or [])
             console.print(
@@ -264,12 +270,6 @@ def _print_status(console: Console, found: WarehouseStatus) -> None:
                 markup=False,
                 highlight=False,
             )
-        failed = last.failed_checks
-        console.print(
-            f"  checks: {len(last.checks) - len(failed)} of {len(last.checks)} passed"
-            + (f"; failed: {', '.join(failed)}" if failed else ""),
-            highlight=False,
-        )
     if found.periods:
         names = ("period", "provider", "account", "currency", "status", "billed", "lines")
         print_table(
