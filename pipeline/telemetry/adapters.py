@@ -15,6 +15,7 @@ from pipeline.common.errors import InputError
 from pipeline.telemetry.canonical import arrow_schema, empty_table
 from pipeline.telemetry.conversion import ID_CONTROLS, TAG_CONTROLS, control_character
 from pipeline.telemetry.merge import merge
+from pipeline.telemetry.plausible import check_source_tables, warn_unknown_experiments
 
 log = logging.getLogger("runcost")
 
@@ -52,12 +53,18 @@ def reader(kind: str) -> Reader:
     return getattr(importlib.import_module(module), function)
 
 
-def read(source: dict[str, object], label: str) -> dict[str, pa.Table]:
+def read(
+    source: dict[str, object], label: str, now: dt.datetime | None = None
+) -> dict[str, pa.Table]:
     """Read one configured source into canonical tables, dispatching on source["kind"].
 
-    Every returned table has the canonical Arrow schema; missing tables are empty.
+    Every returned table has the canonical Arrow schema; missing tables are empty. What the
+    telemetry files refuse is refused here too (pipeline.telemetry.plausible), judged by ``now``
+    (default: now): a time past it by more than a day, a time before any bill, a NaN, more GPUs
+    than the instance type has; on_error = "skip" leaves the attempts concerned out.
     """
-    tables = reader(str(source["kind"]))(source, label)
+    kind = str(source["kind"])
+    tables = reader(kind)(source, label)
     out = {}
     for name in ADAPTER_TABLES:
         table = tables.get(name)
@@ -71,7 +78,9 @@ def read(source: dict[str, object], label: str) -> dict[str, pa.Table]:
     if "experiments" in tables:
         check_controls(tables["experiments"], "experiments", label)
         out["experiments"] = in_nfc(tables["experiments"])
-    return out
+    if kind == "canonical":  # read as the telemetry files are, checked there
+        return out
+    return check_source_tables(out, label, now, skip=source.get("on_error") == "skip")
 
 
 def check_controls(table: pa.Table, name: str, label: str) -> None:
@@ -216,16 +225,20 @@ class Outcome:
             )
 
 
-def read_sources(config: Any) -> dict[str, pa.Table]:
+def read_sources(config: Any, now: dt.datetime | None = None) -> dict[str, pa.Table]:
     """The canonical files of telemetry.path (if set) and every configured source, merged.
 
     `config` is a pipeline.config.loader.Config; sources are read in config order after the files.
+    ``now``: the run's clock, which no time may run past by more than a day (default: now).
+    A source's attempt of an experiment no experiments list holds is warned about.
     """
     batches: list[tuple[str, Mapping[str, pa.Table]]] = []
+    adapted: list[tuple[str, Mapping[str, pa.Table]]] = []
     if config.telemetry is not None:
         from pipeline.telemetry.files import load_telemetry
 
-        batches.append((f"telemetry.path {config.telemetry}", load_telemetry(config.telemetry)))
+        files = load_telemetry(config.telemetry, now=now)
+        batches.append((f"telemetry.path {config.telemetry}", files))
     for number, item in enumerate(config.telemetry_sources, start=1):
         label = f"telemetry.sources[{number}] ({item.kind})"
         source = {
@@ -234,5 +247,8 @@ def read_sources(config: Any) -> dict[str, pa.Table]:
             "options": dict(item.options),
             "on_error": config.telemetry_on_error,
         }
-        batches.append((label, read(source, label)))
+        batches.append((label, read(source, label, now)))
+        if item.kind != "canonical":  # canonical files warn about their own attempts
+            adapted.append(batches[-1])
+    warn_unknown_experiments(batches, adapted)
     return merge(batches)

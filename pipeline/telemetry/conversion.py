@@ -109,7 +109,7 @@ def convert(
         ]
     if target == pl.Float64 and dtype.is_float():
         odd = (col.is_nan() | col.is_infinite()).fill_null(False)
-        return pl.when(~odd).then(col.cast(target)), [(odd, _not_finite(column))]
+        return pl.when(~odd).then(col.cast(target)), [(odd, not_finite(column))]
     text = as_text(column, dtype)
     if text is None:
         kind = "text" if target == pl.String else str(target).lower()
@@ -146,7 +146,7 @@ def convert(
         odd = (value.is_nan() | value.is_infinite()).fill_null(False)
         return pl.when(~odd).then(value), [
             (present & value_read.is_null() & ~odd, _fix("is not a number", "0.93")),
-            (odd, _not_finite(column)),
+            (odd, not_finite(column)),
         ]
     if target == pl.Boolean:
         if dtype == pl.Boolean:
@@ -157,18 +157,20 @@ def convert(
         return value, [(present & value_read.is_null(), _fix("is not true or false", "true"))]
     if target == UTC:
         value, checks = _timestamp(column, dtype, text, present, value_read)
-        return value, checks + _plausible(now or dt.datetime.now(dt.UTC), value_read)
+        return value, checks + implausible_times(now or dt.datetime.now(dt.UTC), value_read)
     raise AssertionError(f"no conversion to {target}")
 
 
-def _not_finite(column: str) -> Callable[[object], str]:
+def not_finite(column: str) -> Callable[[object], str]:
+    """What a NaN or infinite value of a column is told (a metric: it passes every threshold)."""
     if column == "metric_value":
         return lambda value: f"{show(value)} {_NAN_METRIC}"
     return _fix("is not a finite number (NaN and Infinity are not counts or sizes)", "4")
 
 
-def _plausible(now: dt.datetime, value_read: pl.Expr) -> list[Check]:
-    """Times before any cloud bill, or past the clock: a wrong clock, and a wrong share."""
+def implausible_times(now: dt.datetime, value_read: pl.Expr) -> list[Check]:
+    """Times before any cloud bill, or past the clock: a wrong clock, and a wrong share (the
+    telemetry files' values and the sources' tables alike: pipeline.telemetry.plausible)."""
     latest = now + FUTURE_TOLERANCE
     return [
         (

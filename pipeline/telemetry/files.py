@@ -27,6 +27,7 @@ from pipeline.telemetry.canonical import (
     to_arrow,
 )
 from pipeline.telemetry.gpus import attempt_gpu_problems, resource_gpu_problems
+from pipeline.telemetry.plausible import unknown_experiments
 
 log = logging.getLogger("runcost")
 
@@ -358,11 +359,7 @@ def _warn_unknown_experiments(
     """An attempt of an experiment the delivered experiments file does not list: its cost is
     placed, but no team, quality metric or threshold applies to it (warned: the file may list
     only the experiments that have them)."""
-    unknown = (
-        attempts.join(experiments.select("experiment_id"), on="experiment_id", how="anti")
-        .group_by("experiment_id", maintain_order=True)
-        .agg(pl.col(ROW), pl.col("attempt_id"))
-    )
+    unknown = unknown_experiments(attempts, experiments.get_column("experiment_id").to_list())
     problems = [
         _at_rows(
             rows,

@@ -35,12 +35,18 @@ def _per_instance(instance_type: pl.Expr) -> pl.Expr:
     )
 
 
-def attempt_gpu_problems(attempts: pl.DataFrame) -> list[Problem]:
-    """Attempts whose gpu_count exceeds node_count (empty: 1) instances of their type."""
+def attempt_gpu_claims(attempts: pl.DataFrame) -> pl.DataFrame:
+    """ROW, gpu_count, node_count, instance_type and per (GPUs per instance) of the attempts
+    whose gpu_count exceeds node_count (empty: 1) instances of their type."""
     nodes = pl.col("node_count").fill_null(1)
-    found = attempts.select(
+    return attempts.select(
         ROW, "gpu_count", "node_count", "instance_type", per=_per_instance(pl.col("instance_type"))
     ).filter((pl.col("gpu_count") > pl.col("per") * nodes.clip(lower_bound=1)).fill_null(False))
+
+
+def attempt_gpu_problems(attempts: pl.DataFrame) -> list[Problem]:
+    """Attempts whose gpu_count exceeds node_count (empty: 1) instances of their type."""
+    found = attempt_gpu_claims(attempts)
 
     def text(gpus: int, count: int | None, kind: str, per: int) -> str:
         instances = "1 instance (node_count is empty)" if count is None else f"{count} instance(s)"
