@@ -11,6 +11,7 @@ import io
 import os
 import shutil
 import sys
+import unicodedata
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -188,3 +189,21 @@ def _assert_executors_read_the_bill(inspected: dict[str, Any], world: str, cost_
     telemetry = max(driver[f"raw.{name}"] for name in TELEMETRY_TABLES)
     assert max(driver.values()) <= max(telemetry, len(listed)), driver
     assert max(driver.values()) < cost_lines
+
+
+def test_spark_connect_session_reads_tags_in_nfc(
+    remote: str, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """nfc_normalize, a UDF runcost registers (Spark has none), runs on the Connect server: a
+    decomposed tag reads as the composed attempt id, as in DuckDB."""
+    from pipeline.config.engine import SparkOptions
+    from pipeline.dag.engines.spark.session import open_session
+    from pipeline.dag.engines.spark.transpile import to_spark
+
+    nfd, nfc = unicodedata.normalize("NFD", "att-café"), unicodedata.normalize("NFC", "att-café")
+    sql = f"select nfc_normalize('{nfd}') as tag, nfc_normalize('att-llm-01') as plain"
+    session, _started = open_session(SparkOptions(remote=remote), tmp_path_factory.mktemp("nfc"))
+    try:
+        assert [tuple(row) for row in session.sql(to_spark(sql)).collect()] == [(nfc, "att-llm-01")]
+    finally:
+        os.environ.pop("SPARK_CONNECT_MODE_ENABLED", None)

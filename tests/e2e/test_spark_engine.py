@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import unicodedata
 from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
@@ -16,6 +17,7 @@ from engine_compare import same_tables_on_both_engines
 from pipeline.config.engine import SparkOptions
 from pipeline.dag.engines.base import BuildOutcome
 from pipeline.dag.engines.spark.transpile import to_spark
+from pipeline.dag.macros import expand_macros
 from pipeline.scenario import write_scenario
 
 pytest.importorskip("pyspark", reason="the Spark engine needs the spark extra")
@@ -119,6 +121,23 @@ def _normalized(rows: list[tuple]) -> list[tuple]:
         tuple(int(v) if isinstance(v, Decimal) and v == v.to_integral() else v for v in row)
         for row in rows
     ]
+
+
+def test_tags_are_read_in_nfc_on_spark(session: Any) -> None:
+    """first_tag_value calls nfc_normalize, which Spark has only as the UDF runcost registers:
+    a decomposed tag reads as the composed id on both engines, text with a NUL as written."""
+    nfd, nfc = unicodedata.normalize("NFD", "att-café"), unicodedata.normalize("NFC", "att-café")
+    tags = [nfd, nfc, "att-llm-01", f"{nfd}\x00"]
+    rows = ", ".join(
+        f"({number}, map(['a'], ['{tag}']), ['z', 'a'])" for number, tag in enumerate(tags)
+    )
+    sql = expand_macros(
+        f"select first_tag_value(t.m, t.k) as tag from (values {rows}) as t(n, m, k) order by t.n",
+        "test",
+    )
+    expected = [(nfc,), (nfc,), ("att-llm-01",), (f"{nfd}\x00",)]
+    assert _duckdb_rows(sql) == expected
+    assert _spark_rows(session, sql) == expected
 
 
 @pytest.mark.slow

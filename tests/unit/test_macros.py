@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import unicodedata
 from decimal import Decimal
 
 import duckdb
@@ -287,6 +288,22 @@ def test_the_first_tag_rule_is_written_once() -> None:
         if "lambda tag_value" in without_comments(path.read_text("utf-8"))
     ]
     assert copies == []
+
+
+@pytest.mark.parametrize("keys", ["['a']", "['z', 'a']"])
+def test_the_first_tag_is_read_in_nfc(keys: str) -> None:
+    """A decomposed value (NFD, as some tools write) is read as the composed one telemetry ids
+    are in; ASCII comes out as it is, and so does text with a NUL, which DuckDB's nfc_normalize
+    would cut short ('a<NUL>café' to 'a', a look-alike of attempt 'a')."""
+    nfd, nfc = unicodedata.normalize("NFD", "att-café"), unicodedata.normalize("NFC", "att-café")
+    assert nfd != nfc
+    con = duckdb.connect()
+    con.execute("create table t (m map(varchar, varchar), k varchar[])")
+    values = [nfd, nfc, "att-llm-01", "att-llm-01\x00", f"{nfd}\x00", f"a\x00{nfd}", "é\x1b"]
+    con.executemany(f"insert into t values (map {{'a': ?}}, {keys})", [(v,) for v in values])
+    macro = expand_macros("first_tag_value(t.m, t.k)", "x")
+    got = [row[0] for row in con.execute(f"select {macro} from t").fetchall()]
+    assert got == [nfc, nfc, "att-llm-01", "att-llm-01\x00", f"{nfd}\x00", f"a\x00{nfd}", "é\x1b"]
 
 
 # the plain rule first_tag_value must equal: every configured key looked up, the first non-empty

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import re
+import unicodedata
+from collections.abc import Callable
 from pathlib import Path
 
+import duckdb
 import pytest
 import sqlglot
 from sqlglot import expressions as exp
 from sqlglot.errors import UnsupportedError
 
 from pipeline.config.loader import load_config
+from pipeline.dag.engines.spark.session import FUNCTIONS, register_functions
 from pipeline.dag.engines.spark.transpile import REWRITES, to_spark, view_name
 from pipeline.dag.models import discover, parse_model
 from pipeline.dag.pools import pool_models
@@ -18,11 +22,14 @@ from pipeline.scenario import CONFIG
 
 REPO = Path(__file__).resolve().parents[2]
 # Spark's builtin functions (`show system functions` of a Spark 4.1.1 session), stored once
-SPARK_FUNCTIONS = frozenset(
+BUILTIN_FUNCTIONS = frozenset(
     line
     for line in (Path(__file__).with_name("spark_functions.txt")).read_text("utf-8").splitlines()
     if line and not line.startswith("#")
-) | {"try_cast"}  # TRY_CAST(x AS type) is Spark SQL grammar, as CAST is, not a listed function
+)
+# TRY_CAST(x AS type) is Spark SQL grammar, as CAST is, not a listed function; the functions
+# runcost registers on every session (nfc_normalize) resolve as builtins do
+SPARK_FUNCTIONS = BUILTIN_FUNCTIONS | {"try_cast"} | set(FUNCTIONS)
 
 
 def _generated_models(tmp_path: Path) -> list:
@@ -223,3 +230,32 @@ def test_local_to_instant() -> None:
     )
     with pytest.raises(UnsupportedError, match="non-TIMESTAMP"):
         to_spark("select timezone('Europe/Paris', t) from x")
+
+
+def test_functions_runcost_registers_answer_as_duckdb_does() -> None:
+    """nfc_normalize, which Spark lacks, is registered on every session as a UDF giving DuckDB's
+    answers; the models call it (first_tag_value), and Spark has no builtin of that name."""
+    registered: dict[str, tuple[Callable[[str | None], str | None], str]] = {}
+
+    class Udf:
+        def register(self, name: str, function: Callable, return_type: str) -> None:
+            registered[name] = (function, return_type)
+
+    class Session:
+        udf = Udf()
+
+    register_functions(Session())
+    assert sorted(registered) == sorted(FUNCTIONS) == ["nfc_normalize"]
+    assert not set(FUNCTIONS) & BUILTIN_FUNCTIONS
+    nfc_normalize, return_type = registered["nfc_normalize"]
+    assert return_type == "string"
+    con = duckdb.connect()
+    decomposed = unicodedata.normalize("NFD", "att-café")
+    for value in (decomposed, "att-café", "att-llm-01", "Ω-Å", "", None):
+        expected = con.execute("select nfc_normalize(?)", [value]).fetchone()[0]
+        assert nfc_normalize(value) == expected
+    assert nfc_normalize(decomposed) == unicodedata.normalize("NFC", "att-café")
+    facts = next(
+        model for model in discover(REPO / "sql") if model.qualified == "normalized.cost_line_facts"
+    )
+    assert _called_functions(to_spark(facts.sql)).count("nfc_normalize") == 2

@@ -40,6 +40,27 @@ LOCAL_SETTINGS = {
 }
 
 
+# DuckDB functions the models call that Spark SQL has not, registered on every session under the
+# same name (the transpiled SQL calls them as DuckDB does)
+FUNCTIONS = ("nfc_normalize",)
+
+
+def register_functions(session: Any) -> None:
+    """Register FUNCTIONS on a classic or Spark Connect session, as Python UDFs."""
+
+    # defined here, not at module level, so the UDF is shipped by value: an executor or a Spark
+    # Connect server need not have runcost installed
+    def nfc_normalize(value: str | None) -> str | None:
+        import unicodedata
+
+        # ASCII is NFC already (most tags): returned as it is, as DuckDB's nfc_normalize does
+        if value is None or value.isascii():
+            return value
+        return unicodedata.normalize("NFC", value)
+
+    session.udf.register("nfc_normalize", nfc_normalize, "string")
+
+
 def _pyspark() -> Any:
     try:
         from pyspark.sql import SparkSession
@@ -85,6 +106,7 @@ def open_session(options: SparkOptions, scratch: Path) -> tuple[Any, bool]:
         session.conf.set(key, value)
     for key, value in RESULT_SETTINGS.items():
         session.conf.set(key, value)
+    register_functions(session)
     if not options.remote:
         session.sparkContext.setLogLevel("ERROR")
     return session, started
