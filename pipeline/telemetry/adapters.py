@@ -64,6 +64,8 @@ def read(
     than the instance type has; on_error = "skip" leaves the attempts concerned out.
     """
     kind = str(source["kind"])
+    if kind == "canonical":  # the files check their own times, against the run's clock
+        source = {**source, "now": now}
     tables = reader(kind)(source, label)
     out = {}
     for name in ADAPTER_TABLES:
@@ -147,10 +149,11 @@ def _nfc(values: Any) -> Any:
 
 
 def read_canonical(source: dict[str, object], label: str) -> dict[str, pa.Table]:
-    """A folder of canonical files (the [telemetry] path format) as a source."""
+    """A folder of canonical files (the [telemetry] path format) as a source; source["now"]:
+    the run's clock (default: now)."""
     from pipeline.telemetry.files import load_telemetry
 
-    return load_telemetry(source["path"])  # type: ignore[arg-type]
+    return load_telemetry(source["path"], now=source.get("now"))  # type: ignore[arg-type]
 
 
 # ---- helpers adapters may use ----------------------------------------------------------

@@ -204,3 +204,19 @@ def test_a_run_judges_a_sources_times_by_its_clock(tmp_path: Path) -> None:
         "2026-11-05T00:00:00+00:00 is in the future: after the run's clock "
         "2026-11-01T00:00:00+00:00 by more than a day"
     )
+
+
+def test_a_canonical_source_is_judged_by_the_runs_clock(tmp_path: Path) -> None:
+    """A canonical folder read as a source checks its times as telemetry.path does, by the
+    clock the run passes, not the wall clock (by which 2026-11-05 is long past)."""
+    (tmp_path / "later").mkdir()
+    later = attempt("a1", started_at="2026-11-05T00:00:00Z")
+    path = write(tmp_path / "later", "attempts", "csv", [later])
+    source = {"kind": "canonical", "path": tmp_path / "later", "options": {}}
+
+    message = refused(source, "telemetry.sources[1] (canonical)")
+
+    assert message.startswith(
+        f"{path}: row 1, column started_at: '2026-11-05T00:00:00Z' is in the future: after the "
+        "run's clock 2026-11-01T00:00:00+00:00 by more than a day"
+    )
