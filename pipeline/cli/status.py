@@ -248,6 +248,12 @@ def _print_status(console: Console, found: WarehouseStatus) -> None:
         )
         if last.error is not None:
             console.print(f"  error: {last.error}", markup=False, highlight=False)
+        failed = last.failed_checks
+        console.print(
+            f"  checks: {len(last.checks) - len(failed)} of {len(last.checks)} passed"
+            + (f"; failed: {', '.join(failed)}" if failed else ""),
+            highlight=False,
+        )
         if last.built_because:
             console.print(
                 f"  built because: {', '.join(last.built_because)}", markup=False, highlight=False
@@ -257,12 +263,6 @@ def _print_status(console: Console, found: WarehouseStatus) -> None:
                 "  nothing new: the inputs equal those of the current snapshot; nothing built",
                 highlight=False,
             )
-        failed = last.failed_checks
-        console.print(
-            f"  checks: {len(last.checks) - len(failed)} of {len(last.checks)} passed"
-            + (f"; failed: {', '.join(failed)}" if failed else ""),
-            highlight=False,
-        )
         for month, build in sorted(last.period_builds.items()):
             why = ", ".join(str(item) for item in build.get("why") or [])
             console.print(

@@ -9,8 +9,8 @@ that snapshot again: it is decided before any build (pipeline.run.nightly) and r
 - ``telemetry``: every row of the four canonical tables, order-independent; per billing month
   the rows whose times overlap it;
 - ``config``, ``invoices``: runcost.toml as read and the invoice file's sha256;
-- ``code``: the runcost version, the versions of the libraries that compute (DuckDB, pyarrow,
-  polars, pandera, sqlglot, PySpark) and every file of the package (SQL models, macros, ingest);
+- ``code``: the runcost version, the installed versions of the distributions runcost requires
+  (less its test and bench tooling) and every file of the package (SQL models, macros, ingest);
 - ``clock``: what the run clock decides, per billing month (ended or not, how many GCP
   deliveries are settled, or the clock itself near a month's end) and for all (the clock itself
   when some interval of the telemetry is still held at it, since estimates stop there).
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from functools import cache
@@ -38,9 +39,9 @@ from pipeline.warehouse.raw_store import Delivery
 # the fingerprint holds the clock itself, so the run builds (GCP invoice months end in
 # Pacific time, a few hours after the UTC month)
 BOUNDARY = timedelta(days=2)
-# the libraries that read, compute or write published numbers (their versions, from the
-# installed metadata: nothing is imported)
-DEPENDENCIES = ("duckdb", "pyarrow", "polars", "pandera", "sqlglot", "pyspark")
+# the extras of runcost's requirements that never touch a published number: tools to test,
+# lint and measure it
+TOOLING = frozenset({"test", "bench"})
 # parts that say how the inputs were read, not what they hold: equal content read from other
 # bytes (a telemetry file written again) is no change
 READ_AS = frozenset({"telemetry files"})
@@ -205,7 +206,7 @@ def code_fingerprint() -> str:
     """The runcost version and every file of the package that makes a published number: the
     package (with its SQL when installed), and sql/ and schemas/ beside it in a checkout."""
     digest = hashlib.sha256(__version__.encode())
-    for name in DEPENDENCIES:  # an upgraded engine or parser may compute differently
+    for name in requirements():  # an upgraded engine or parser may compute differently
         digest.update(f"{name} {_version(name)}\n".encode())
     package = Path(__file__).resolve().parents[1]
     for root in (package, package.parent / "sql", package.parent / "schemas"):
@@ -216,6 +217,22 @@ def code_fingerprint() -> str:
                 digest.update(f"{path.relative_to(root)}\n".encode())
                 digest.update(path.read_bytes())
     return digest.hexdigest()[:32]
+
+
+def requirements() -> list[str]:
+    """The distributions runcost requires to read, compute and write (its extras' too, less the
+    tooling), from the installed metadata: nothing is imported. None when runcost runs from a
+    checkout that was never installed; the version and the files still count."""
+    try:
+        declared = metadata.requires("runcost") or []
+    except metadata.PackageNotFoundError:
+        return []
+    names = set()
+    for requirement in declared:
+        extra = re.search(r"extra\s*==\s*['\"]([^'\"]+)['\"]", requirement)
+        if extra is None or extra[1] not in TOOLING:
+            names.add(re.split(r"[\s\[<>=!~;]", requirement, maxsplit=1)[0].lower())
+    return sorted(names)
 
 
 def _version(name: str) -> str:

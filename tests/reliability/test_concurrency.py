@@ -71,7 +71,7 @@ def test_second_run_waits_then_finds_nothing_changed(
         f"for the run holding {load_config(config).warehouse / 'run.lock'}: pid {first.pid}"
         in (waiting["message"])
     )
-    assert "no change: the content equals the current snapshot" in second_err
+    assert "no change: the inputs equal those of snapshot" in second_err
     warehouse = load_config(config).warehouse
     assert [item["status"] for item in manifests(warehouse)] == ["published", "unchanged"]
     assert published_hashes(warehouse) == reference_hashes
