@@ -145,6 +145,10 @@ def _run_on_cluster(
     assert sorted(path.name for path in (spark_run.snapshot / "marts").iterdir()) == sorted(
         path.name for path in (duckdb_run.snapshot / "marts").iterdir()
     )
+    # the next night on the same inputs is decided before any build: no Spark job runs
+    again = run_pipeline(load_config(twin))
+    assert again.status == "unchanged" and again.snapshot == spark_run.snapshot
+    assert "build" not in again.stage_seconds and again.content_hashes == spark_run.content_hashes
 
 
 @pytest.mark.parametrize("world", sorted(WORLDS))
