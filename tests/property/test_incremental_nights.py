@@ -1,12 +1,13 @@
-"""Proof of sameness: random sequences of nights over three months of history, on a CUR 2.0
-and on a FOCUS bill, each night's published tables compared with a full rebuild of the same
-inputs on the same history.
+"""Proof of sameness: random sequences of nights over three months of history, on a CUR 2.0,
+a GCP export and a FOCUS bill, each night's published tables compared with a full rebuild of the
+same inputs on the same history.
 
 A night re-delivers a period with the same lines, restates a final one, brings late telemetry
 for an old month, changes an attempt, changes the configuration, moves the clock, or brings
 nothing new. Before each night the warehouse is copied; the copy runs the night with
-``--full-refresh``. Both then publish (or serve) a current snapshot whose every table and view
-must hold the same rows, exact DECIMALs included: EXCEPT ALL is empty both ways.
+``--full-refresh`` on the deliveries the night stored. Both then publish (or serve) a current
+snapshot whose every table and view must hold the same rows, exact DECIMALs included: EXCEPT ALL
+is empty both ways.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
+from gcp_export import export_row
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -157,11 +159,14 @@ class World:
 
     def deliver(self, period: str) -> None:
         """The month's bill as its provider delivers it: a CUR 2.0 delivery (its own manifest
-        and execution id) or a FOCUS file of its own, written anew."""
+        and execution id), the export's rows of the month, or a FOCUS file of its own."""
         if self.provider == "focus":
             write_focus_month(
                 self.root / "focus" / "ml" / f"{period}.csv", period, self.lines(period)
             )
+            return
+        if self.provider == "gcp":
+            write_gcp_month(self.root / "gcp", period, self.lines(period), self.clock)
             return
         export = self.root / "exports" / EXPORT
         shutil.rmtree(export / "data" / f"BILLING_PERIOD={period}", ignore_errors=True)
@@ -182,8 +187,8 @@ class World:
                 model_version="m1",
                 config_version="c1",
                 dataset_snapshot="d1",
-                provider="aws",
-                account_id="222222222222",
+                provider="gcp" if self.provider == "gcp" else "aws",
+                account_id="ml-training" if self.provider == "gcp" else "222222222222",
                 region="us-east-1",
                 cluster="train",
                 namespace="ml",
@@ -218,11 +223,12 @@ class World:
 
     def write_config(self, warehouse: Path) -> Path:
         path = warehouse.parent / f"{warehouse.name}.toml"
-        bill = (
-            f'[focus]\nfiles = [{{ path = "{self.root / "focus" / "ml"}", name = "ml" }}]\n'
-            if self.provider == "focus"
-            else f'[aws]\nexports = ["{self.root / "exports" / EXPORT}"]\n'
-        )
+        bill = {
+            "aws": f'[aws]\nexports = ["{self.root / "exports" / EXPORT}"]\n',
+            "gcp": f'[gcp]\nfiles = ["{self.root / "gcp"}"]\n',
+            "focus": f'[focus]\nfiles = [{{ path = "{self.root / "focus" / "ml"}", '
+            'name = "ml" }]\n',
+        }[self.provider]
         path.write_text(
             f'[warehouse]\npath = "{warehouse}"\n\n{bill}\n'
             f'[telemetry]\npath = "{self.root / "telemetry"}"\n\n'
@@ -282,6 +288,41 @@ def write_focus_month(path: Path, period: str, lines: list[CurLine]) -> None:
         writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
+
+
+def write_gcp_month(folder: Path, period: str, lines: list[CurLine], clock: datetime) -> None:
+    """The month's usage as the Cloud Billing export's rows, extracted to NDJSON: the month's
+    rows in one file, exported hours after their usage; the tax line is left to the invoice.
+    A restated month (its tax line grown) is GCP's way: an adjustment row exported at the
+    night's clock, a new partition day holding the difference, billed on the month's invoice."""
+    rows = []
+    for line in lines:
+        if line.line_item_type == "Tax":
+            extra = line.unblended_cost - Decimal("3.00")
+            if extra:
+                row = export_row(line.usage_start.date(), 0, str(extra), resource=None)
+                row["cost_type"] = "adjustment"
+                row["cost_at_list"] = str(extra)
+                row["export_time"] = clock - timedelta(hours=1)
+                rows.append(row)
+            continue
+        attempt = line.resource_tags.get("user_attempt_id")
+        rows.append(
+            export_row(
+                line.usage_start.date(),
+                line.usage_start.hour,
+                str(line.unblended_cost),
+                sku="Nvidia Tesla A10G GPU running in Americas"
+                if line.resource_id.startswith("i-")
+                else "Balanced PD Capacity",
+                resource=line.resource_id if line.resource_id.startswith("i-") else None,
+                labels={"attempt-id": attempt} if attempt else None,
+            )
+        )
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"billing-{period}.json").write_text(
+        "".join(json.dumps(row, default=str) + "\n" for row in rows), encoding="utf-8"
+    )
 
 
 def stamp(moment: datetime) -> str:
@@ -368,7 +409,7 @@ def night(world: World, warehouse: Path, **options: object) -> RunResult:
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(nights=st.lists(NIGHTS, min_size=2, max_size=3))
-@pytest.mark.parametrize("provider", ["aws", "focus"])
+@pytest.mark.parametrize("provider", ["aws", "gcp", "focus"])
 def test_every_night_publishes_what_a_full_rebuild_publishes(
     tmp_path_factory: pytest.TempPathFactory, provider: str, nights: list[tuple[str, object]]
 ) -> None:
@@ -385,6 +426,10 @@ def test_every_night_publishes_what_a_full_rebuild_publishes(
         reference = root / f"rebuilt-{number}"
         shutil.copytree(warehouse, reference, symlinks=True)
         incremental = night(world, warehouse)
+        # the deliveries as this night stored them: a file without a delivery time (a GCP
+        # extract) is stamped with the time it was first stored, seconds apart on two ingests
+        shutil.rmtree(reference / "raw")
+        shutil.copytree(warehouse / "raw", reference / "raw", symlinks=True)
         rebuilt = night(world, reference, full_refresh=True)
         assert incremental.status in ("published", "unchanged")
         assert differences(published(incremental), published(rebuilt)) == {}, (number, drawn)
