@@ -4,6 +4,7 @@
     python bench/run.py --rows 1_000_000 --engine spark --no-pandas --no-floor
     python bench/run.py --rows 1_000_000 --skew --nightly   (a second run over the first's snapshot)
     python bench/run.py --months 4 --rows 250_000   (history: first run, re-delivery, nothing new)
+    python bench/run.py --rows 1_000_000 --source focus [--focus-format csv]   (the bill as FOCUS)
 
 Every measured part runs in a child process (this file with --child) so its peak RSS is its own.
 """
@@ -13,7 +14,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import resource
 import shutil
 import subprocess
@@ -29,14 +29,15 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench import baselines  # noqa: E402
-from bench.baselines import STAGES  # noqa: E402
+from bench.focus_world import FORMATS, focus_config_text, write_focus  # noqa: E402
 from bench.history import measure_history, open_clock  # noqa: E402
 from bench.history_render import render_history  # noqa: E402
+from bench.run_render import machine, render, size, summarize  # noqa: E402
 from bench.scale import ScaleSpec, config_text, generate  # noqa: E402
-from bench.targets import run_targets  # noqa: E402
 from pipeline.config.engine import ENGINES  # noqa: E402
 
 OUT = ROOT / "bench" / "out"
+SOURCES = ("aws", "focus")
 
 
 def _rows(text: str) -> int:
@@ -54,6 +55,16 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
         "the same night on a 1-month warehouse), a night with nothing new",
     )
     parser.add_argument("--skew", action="store_true", help="long nodes, many short attempts")
+    parser.add_argument(
+        "--source",
+        choices=SOURCES,
+        default="aws",
+        help="the bill's format: aws (CUR 2.0) or focus (FOCUS 1.2 files projected from the "
+        "same CUR); the pandas baseline reads the CUR and runs for aws only",
+    )
+    parser.add_argument(
+        "--focus-format", choices=FORMATS, default="parquet", help="with --source focus"
+    )
     parser.add_argument("--memory-limit", default=None, help="warehouse.memory_limit, e.g. 4GB")
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument(
@@ -98,44 +109,39 @@ def main(argv: list[str] | None = None) -> int:
     if args.months is not None:
         return history(args)
     spec = ScaleSpec(rows=args.rows, seed=args.seed, skew=args.skew)
-    dataset = args.data / spec.key()
-    generation = None
-    if not (dataset / "expected.json").is_file():
-        shutil.rmtree(dataset, ignore_errors=True)
-        print(f"generating {spec.key()} ...", flush=True)
-        started = time.perf_counter()
-        generate(spec, dataset, threads=args.threads)
-        generation = time.perf_counter() - started
+    cur, dataset, generation = _datasets(args, spec)
     expected = json.loads((dataset / "expected.json").read_text(encoding="utf-8"))
     result: dict = {
         "spec": expected["spec"],
+        "source": args.source,
+        "focus_format": args.focus_format if args.source == "focus" else None,
         "machine": machine(),
         "memory_limit": args.memory_limit,
         "threads": args.threads,
         "partitions": args.partitions,
         "generation_seconds": generation,
-        "dataset_bytes": _size(dataset / "aws"),
+        "dataset_bytes": size(dataset / ("aws" if args.source == "aws" else args.source)),
         "expected": expected,
     }
-    warehouse = args.data.parent / "runs" / spec.key() / "warehouse"
+    warehouse = args.data.parent / "runs" / dataset.name / "warehouse"
     shutil.rmtree(warehouse.parent, ignore_errors=True)
     warehouse.parent.mkdir(parents=True)
     config = warehouse.parent / "runcost.toml"
     result["engine"] = args.engine
-    config.write_text(_config_text(args, dataset, warehouse), encoding="utf-8")
+    config.write_text(_config_text(args, dataset, warehouse, cur), encoding="utf-8")
     extra = ["--dataset", str(dataset), "--warehouse", str(config), *_child_settings(args)]
     result["pipeline"] = _child("pipeline", extra)
     if args.nightly:
         result["nightly"] = _child("pipeline", extra)
     if not args.no_floor:
         result["floor"] = _child("floor", extra)
-    if not args.no_pandas:
+    if not args.no_pandas and args.source == "aws":
         result["pandas"] = _child("pandas", [*extra, "--subset", str(args.subset)])
     shutil.rmtree(warehouse.parent, ignore_errors=True)
     result["repeat_identical"] = _compare_with_previous(dataset, result["pipeline"])
     summarize(result)
     engine = "" if args.engine == "duckdb" else f"-{args.engine}"
-    out = args.out or OUT / f"{spec.key()}-{args.memory_limit or 'nolimit'}{engine}.json"
+    out = args.out or OUT / f"{dataset.name}-{args.memory_limit or 'nolimit'}{engine}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2, default=str) + "\n", encoding="utf-8")
     print(render(result))
@@ -145,6 +151,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def history(args: argparse.Namespace) -> int:
     """--months N: N months of history, then the nights of bench.history, in one invocation."""
+    if args.source != "aws":
+        raise SystemExit(f"--months with --source {args.source}: history is generated as CUR only")
     if args.months < 1:
         raise SystemExit(f"--months {args.months}: give at least 1 month of history")
     spec = ScaleSpec(rows=args.rows, seed=args.seed, skew=args.skew)
@@ -186,12 +194,41 @@ def history(args: argparse.Namespace) -> int:
     return 0 if all(night.get("correct") for night in result["nights"].values()) else 1
 
 
-def _config_text(args: argparse.Namespace, dataset: Path, warehouse: Path) -> str:
-    """runcost.toml for a generated world in `dataset`, its warehouse at `warehouse`."""
-    text = config_text(str(warehouse), args.memory_limit)
-    text = text.replace('"aws/', f'"{dataset}/aws/').replace(
-        '"telemetry"', f'"{dataset}/telemetry"'
-    )
+def _datasets(args: argparse.Namespace, spec: ScaleSpec) -> tuple[Path, Path, float | None]:
+    """The CUR world (generated unless cached), the dataset of --source, seconds generating."""
+    cur = args.data / spec.key()
+    generation = None
+    if not (cur / "expected.json").is_file():
+        shutil.rmtree(cur, ignore_errors=True)
+        print(f"generating {spec.key()} ...", flush=True)
+        started = time.perf_counter()
+        generate(spec, cur, threads=args.threads)
+        generation = time.perf_counter() - started
+    if args.source == "aws":
+        return cur, cur, generation
+    dataset = args.data / f"{spec.key()}-{args.source}-{args.focus_format}"
+    if not (dataset / "expected.json").is_file():
+        shutil.rmtree(dataset, ignore_errors=True)
+        print(f"writing {dataset.name} ...", flush=True)
+        started = time.perf_counter()
+        write_focus(cur, dataset, args.focus_format, threads=args.threads)
+        generation = (generation or 0.0) + time.perf_counter() - started
+    return cur, dataset, generation
+
+
+def _config_text(
+    args: argparse.Namespace, dataset: Path, warehouse: Path, cur: Path | None = None
+) -> str:
+    """runcost.toml for a generated world in `dataset` (its CUR world `cur`), warehouse at
+    `warehouse`."""
+    if args.source == "focus":
+        telemetry = (cur or dataset) / "telemetry"
+        text = focus_config_text(warehouse, dataset / "focus", telemetry, args.memory_limit)
+    else:
+        text = config_text(str(warehouse), args.memory_limit)
+        text = text.replace('"aws/', f'"{dataset}/aws/').replace(
+            '"telemetry"', f'"{dataset}/telemetry"'
+        )
     if args.threads:
         text = text.replace("[warehouse]\n", f"[warehouse]\nthreads = {args.threads}\n")
     if args.partitions:
@@ -257,123 +294,6 @@ def _child(name: str, extra: list[str]) -> dict:
             result["children_max_rss_mb"] = usage.ru_maxrss / 1024
             return result
     raise SystemExit(f"bench child {name} failed:\n{done.stdout[-3000:]}\n{done.stderr[-5000:]}")
-
-
-def machine() -> dict:
-    """Where the numbers came from: CPU, cores, memory, load, software versions."""
-    import duckdb
-    import pyarrow
-
-    cpu = ""
-    for line in Path("/proc/cpuinfo").read_text().splitlines():
-        if line.startswith("model name"):
-            cpu = line.split(":", 1)[1].strip()
-            break
-    memory = Path("/proc/meminfo").read_text().splitlines()[0].split()[1]
-    return {
-        "cpu": cpu,
-        "cores": os.cpu_count(),
-        "memory_gb": round(int(memory) / 1024 / 1024, 1),
-        "load_average": os.getloadavg(),
-        "python": platform.python_version(),
-        "duckdb": duckdb.__version__,
-        "pyarrow": pyarrow.__version__,
-    }
-
-
-def _size(folder: Path) -> int:
-    return sum(path.stat().st_size for path in folder.rglob("*") if path.is_file())
-
-
-def summarize(result: dict) -> None:
-    """Stage table rows, ratios and targets, from the children's numbers."""
-    pipe = result["pipeline"]
-    rows = result["expected"]["cost_lines"]
-    total = pipe["total_seconds"]
-    result["rows_per_second"] = rows / total
-    ratios: dict[str, float] = {}
-    if "floor" in result:
-        ratios["pipeline_over_floor"] = total / result["floor"]["seconds"]
-        ratios["pipeline_over_floor_cpu"] = pipe["cpu_seconds"] / result["floor"]["cpu_seconds"]
-    if "pandas" in result:
-        pandas = result["pandas"]
-        per_million = total / rows * pandas["lines"]
-        ratios["pandas_over_pipeline"] = pandas["seconds"] / per_million
-        attribution = pipe["stages"]["attribution"]["seconds"] / rows * pandas["lines"]
-        ratios["pandas_over_pipeline_attribution"] = pandas["seconds"] / attribution
-        cpu_per_subset = pipe["cpu_seconds"] / rows * pandas["lines"]
-        ratios["pandas_over_pipeline_cpu"] = pandas["cpu_seconds"] / cpu_per_subset
-        # like for like: pandas does the attribution alone, the pipeline's stage of it in CPU
-        stage_cpu = pipe["stages"]["attribution"]["cpu_seconds"] / rows * pandas["lines"]
-        ratios["pandas_over_pipeline_attribution_cpu"] = pandas["cpu_seconds"] / stage_cpu
-        ratios["pandas_rss_over_pipeline_rss"] = pandas["peak_rss_mb"] / pipe["peak_rss_mb"]
-    if "nightly" in result:
-        ratios["nightly_over_first_cpu"] = result["nightly"]["cpu_seconds"] / pipe["cpu_seconds"]
-    result["ratios"] = ratios
-
-
-def render(result: dict) -> str:
-    """The stage table and the ratios as text."""
-    pipe = result["pipeline"]
-    rows = result["expected"]["cost_lines"]
-    lines = [
-        f"{result['spec']['rows']:,} requested, {rows:,} cost lines, "
-        f"{result['expected']['attempts']:,} attempts, "
-        f"{'skew' if result['spec']['skew'] else 'uniform'}, engine={result.get('engine')}, "
-        f"memory_limit={result['memory_limit']}, load {result['machine']['load_average']}",
-        f"{'stage':<12} {'seconds':>9} {'CPU s':>8} {'rows/s':>12} {'peak RSS MB':>12}",
-    ]
-    for stage in STAGES:
-        item = pipe["stages"].get(stage)
-        if item:
-            rate = rows / item["seconds"] if item["seconds"] > 0 else float("inf")
-            lines.append(
-                f"{stage:<12} {item['seconds']:>9.2f} {item['cpu_seconds']:>8.2f} {rate:>12,.0f} "
-                f"{item['peak_rss_mb']:>12,.0f}"
-            )
-    lines.append(
-        f"{'total':<12} {pipe['total_seconds']:>9.2f} {pipe['cpu_seconds']:>8.2f} "
-        f"{result['rows_per_second']:>12,.0f} "
-        f"{pipe['peak_rss_mb']:>12,.0f}"
-    )
-    disk = pipe.get("disk_peaks", {})
-    if disk:
-        lines.append(
-            "peak disk: "
-            + ", ".join(
-                f"{name} {peak['bytes'] / 2**20:,.0f} MB ({peak['stage']})"
-                for name, peak in disk.items()
-            )
-        )
-    if "floor" in result:
-        floor = result["floor"]
-        lines.append(
-            f"{'floor scan':<12} {floor['seconds']:>9.2f} {floor['cpu_seconds']:>8.2f} "
-            f"{rows / floor['seconds']:>12,.0f} "
-            f"{floor['peak_rss_mb']:>12,.0f}"
-        )
-    if "pandas" in result:
-        pandas = result["pandas"]
-        lines.append(
-            f"{'pandas 1M':<12} {pandas['seconds']:>9.2f} {pandas['cpu_seconds']:>8.2f} "
-            f"{pandas['lines'] / pandas['seconds']:>12,.0f} {pandas['peak_rss_mb']:>12,.0f}"
-        )
-    if "nightly" in result:
-        nightly = result["nightly"]
-        same = nightly["published"] == pipe["published"]
-        lines.append(
-            f"{'nightly':<12} {nightly['total_seconds']:>9.2f} {nightly['cpu_seconds']:>8.2f} "
-            f"{rows / nightly['total_seconds']:>12,.0f} {nightly['peak_rss_mb']:>12,.0f}  "
-            f"(over the first run's snapshot; correct: {nightly['correct']}, same totals: {same})"
-        )
-    for name, value in result["ratios"].items():
-        lines.append(f"{name}: {value:.2f}")
-    lines.append(f"correct: {pipe['correct']} ({'; '.join(pipe['problems']) or 'all checks'})")
-    lines.append(f"join plan: {pipe.get('plan', {})}")
-    lines.append(f"identical to the previous run on this data: {result['repeat_identical']}")
-    lines.append("targets (bench/targets.py judges the ones that compare runs):")
-    lines.extend("  " + verdict.line() for verdict in run_targets(result))
-    return "\n".join(lines)
 
 
 CHILDREN = {
