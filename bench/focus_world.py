@@ -177,13 +177,17 @@ def write_focus(cur: Path, out_dir: Path, fmt: str, threads: int | None = None) 
     expected = _expected(con, focus_sql([str(path) for path in data]), cur_expected)
     con.close()
     expected |= {"source": "focus", "focus_format": fmt, "data_files": len(written)}
+    # as bench.scale writes one beside the CUR world (bench/profile.py reads it): relative paths
+    telemetry = Path("..") / cur.name / "telemetry"
+    config = focus_config_text(Path("warehouse"), Path("focus"), telemetry)
+    (out_dir / "runcost.toml").write_text(config, encoding="utf-8")
     (out_dir / "expected.json").write_text(json.dumps(expected, indent=2) + "\n", "utf-8")
     return expected
 
 
 def _expected(con: duckdb.DuckDBPyConnection, sql: str, cur_expected: dict) -> dict:
     """The FOCUS bill's totals (exact decimals), the telemetry counts of the CUR world."""
-    prefix = cur_expected["spec"]["attempt_prefix"]
+    prefix = cur_expected["spec"].get("attempt_prefix", "")  # a world cached before prefixes
     tagged = f"json_extract_string(Tags, '$.\"{ATTEMPT_KEY}\"') like '{prefix}att-0%'"
     row = con.execute(
         f"""select count(*), sum(BilledCost), sum(EffectiveCost), sum(ListCost),

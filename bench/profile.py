@@ -1,8 +1,11 @@
 """Profile the SQL build on a generated dataset: seconds per model, EXPLAIN ANALYZE of one model.
 
 python bench/profile.py DATASET [--database build.duckdb] [--scratch DIR] [--analyze MODEL]
+python bench/profile.py DATASET --ingest-functions 15   (the ingest's top Python functions)
 
-With --scratch the build writes as a run does: the build steps and the published per-line tables
+DATASET is a folder bench/run.py generated (a CUR world, or a -focus-<format> one): its
+runcost.toml names the bill. The ingest is timed first, as one step, then each model. With
+--scratch the build writes as a run does: the build steps and the published per-line tables
 as Parquet under DIR; without it they are tables of the build database.
 """
 
@@ -14,8 +17,13 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+# this file would shadow the standard library's profile (which cProfile imports)
+sys.path[:] = [item for item in sys.path if Path(item or ".").resolve() != ROOT / "bench"]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+
+import cProfile  # noqa: E402
+import pstats  # noqa: E402
 
 import duckdb  # noqa: E402
 
@@ -26,6 +34,8 @@ from pipeline.dag.models import discover, order  # noqa: E402
 from pipeline.dag.partitions import pass_sql  # noqa: E402
 from pipeline.dag.pools import pool_models  # noqa: E402
 from pipeline.ingest.aws_cur2 import ingest_aws_exports  # noqa: E402
+from pipeline.ingest.focus_files import ingest_focus_files  # noqa: E402
+from pipeline.ingest.gcp_files import ingest_gcp_files  # noqa: E402
 from pipeline.run.settings import write_settings  # noqa: E402
 from pipeline.run.sources import register_sources  # noqa: E402
 from pipeline.telemetry.files import load_telemetry  # noqa: E402
@@ -43,9 +53,31 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--analyze", action="append", default=[], help="model to EXPLAIN ANALYZE")
     parser.add_argument("--scratch", type=Path, default=None, help="Parquet as a run writes it")
     parser.add_argument("--sql-root", type=Path, default=None, help="models from this folder")
+    parser.add_argument(
+        "--ingest-functions",
+        type=int,
+        default=0,
+        help="profile the ingest (cProfile) and print its N functions of most own time",
+    )
     args = parser.parse_args(argv)
     config = load_config(args.dataset / "runcost.toml")
-    deliveries = ingest_aws_exports(config)
+    reset_peak()
+    started, cpu = time.perf_counter(), cpu_seconds()
+    profiler = cProfile.Profile() if args.ingest_functions else None
+    if profiler:
+        profiler.enable()
+    deliveries = [
+        *ingest_aws_exports(config),
+        *ingest_gcp_files(config),
+        *ingest_focus_files(config),
+    ]
+    if profiler:
+        profiler.disable()
+    seconds, cpu = time.perf_counter() - started, cpu_seconds() - cpu
+    print(f"{seconds:8.2f} s {cpu:8.2f} CPU s {peak_mb():8.0f} MB  ingest", flush=True)
+    if profiler:
+        stats = pstats.Stats(profiler, stream=sys.stdout)
+        stats.sort_stats("tottime").print_stats(args.ingest_functions)
     con = duckdb.connect(args.database)
     con.execute("set TimeZone = 'UTC'")
     con.execute("set preserve_insertion_order = false")
