@@ -197,14 +197,34 @@ def data_files(dataset: Path) -> list[str]:
     return sorted(str(path) for path in (dataset / "aws").rglob("*.parquet"))
 
 
+def _listed(files: list[Path]) -> str:
+    return "[" + ", ".join("'" + str(f).replace("'", "''") + "'" for f in files) + "]"
+
+
+def gcp_floor_sql(dataset: Path) -> str | None:
+    """One scan of a GCP export dataset's files summing what a cost line needs, or None."""
+    files = sorted((dataset / "gcp").glob("billing-*"))
+    if not files:
+        return None
+    parquet = files[0].name.endswith(".parquet")
+    source = f"read_{'parquet' if parquet else 'json'}({_listed(files)})"
+    return (
+        "select count(*), sum(cost), sum(coalesce(cost_at_list, 0)), sum(len(credits)), "
+        "sum(list_sum(list_transform(credits, lambda credit: credit.amount))), "
+        "sum(len(labels)), sum(length(resource.name)), sum(length(sku.description)), "
+        "sum(usage.amount), sum(length(usage_start_time::varchar)), "
+        f"sum(length(usage_end_time::varchar)) from {source}"
+    )
+
+
 def focus_floor_sql(dataset: Path) -> str | None:
     """One scan of a FOCUS dataset's files summing every column, or None for a CUR dataset."""
     from schemas.focus import KINDS
 
     files = sorted((dataset / "focus").glob("focus-*"))
     if not files:
-        return None
-    listed = "[" + ", ".join("'" + str(f).replace("'", "''") + "'" for f in files) + "]"
+        return gcp_floor_sql(dataset)
+    listed = _listed(files)
     parquet = files[0].name.endswith(".parquet")
     source = f"read_parquet({listed})" if parquet else f"read_csv({listed}, all_varchar = true)"
     names = [row[0] for row in duckdb.sql(f"describe select * from {source}").fetchall()]
@@ -231,7 +251,7 @@ def floor_child(args) -> dict:
     """The floor: one DuckDB scan of the input files reading the used columns and summing them."""
     from schemas.aws_cur2 import ALL_COLUMNS
 
-    focus_sql = focus_floor_sql(args.dataset)
+    focus_sql = focus_floor_sql(args.dataset)  # or a GCP export's
     kinds = dict(ALL_COLUMNS)
     sums = []
     for column in used_columns():

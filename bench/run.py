@@ -5,6 +5,7 @@
     python bench/run.py --rows 1_000_000 --skew --nightly   (a second run over the first's snapshot)
     python bench/run.py --months 4 --rows 250_000   (history: first run, re-delivery, nothing new)
     python bench/run.py --rows 1_000_000 --source focus [--focus-format csv]   (the bill as FOCUS)
+    python bench/run.py --rows 1_000_000 --source gcp [--gcp-format parquet]   (a GCP export)
 
 Every measured part runs in a child process (this file with --child) so its peak RSS is its own.
 """
@@ -28,8 +29,7 @@ sys.path[:] = [item for item in sys.path if Path(item or ".").resolve() != ROOT 
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench import baselines  # noqa: E402
-from bench.focus_world import FORMATS, focus_config_text, write_focus  # noqa: E402
+from bench import baselines, focus_world, gcp_world  # noqa: E402
 from bench.history import measure_history, open_clock  # noqa: E402
 from bench.history_render import render_history  # noqa: E402
 from bench.run_render import machine, render, size, summarize  # noqa: E402
@@ -37,7 +37,12 @@ from bench.scale import ScaleSpec, config_text, generate  # noqa: E402
 from pipeline.config.engine import ENGINES  # noqa: E402
 
 OUT = ROOT / "bench" / "out"
-SOURCES = ("aws", "focus")
+# --source: (formats, writer of the world's bill in that shape, its runcost.toml)
+SOURCES = {
+    "aws": ((), None, None),
+    "gcp": (gcp_world.FORMATS, gcp_world.write_gcp, gcp_world.gcp_config_text),
+    "focus": (focus_world.FORMATS, focus_world.write_focus, focus_world.focus_config_text),
+}
 
 
 def _rows(text: str) -> int:
@@ -57,13 +62,20 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--skew", action="store_true", help="long nodes, many short attempts")
     parser.add_argument(
         "--source",
-        choices=SOURCES,
+        choices=tuple(SOURCES),
         default="aws",
-        help="the bill's format: aws (CUR 2.0) or focus (FOCUS 1.2 files projected from the "
-        "same CUR); the pandas baseline reads the CUR and runs for aws only",
+        help="the bill's format: aws (CUR 2.0), gcp (a detailed billing export's extract) or "
+        "focus (FOCUS 1.2 files), each projected from the same CUR world; the pandas baseline "
+        "reads the CUR and runs for aws only",
     )
     parser.add_argument(
-        "--focus-format", choices=FORMATS, default="parquet", help="with --source focus"
+        "--focus-format",
+        choices=focus_world.FORMATS,
+        default="parquet",
+        help="with --source focus",
+    )
+    parser.add_argument(
+        "--gcp-format", choices=gcp_world.FORMATS, default="ndjson", help="with --source gcp"
     )
     parser.add_argument("--memory-limit", default=None, help="warehouse.memory_limit, e.g. 4GB")
     parser.add_argument("--threads", type=int, default=None)
@@ -114,13 +126,13 @@ def main(argv: list[str] | None = None) -> int:
     result: dict = {
         "spec": expected["spec"],
         "source": args.source,
-        "focus_format": args.focus_format if args.source == "focus" else None,
+        "source_format": _format(args),
         "machine": machine(),
         "memory_limit": args.memory_limit,
         "threads": args.threads,
         "partitions": args.partitions,
         "generation_seconds": generation,
-        "dataset_bytes": size(dataset / ("aws" if args.source == "aws" else args.source)),
+        "dataset_bytes": size(dataset / args.source),
         "expected": expected,
     }
     warehouse = args.data.parent / "runs" / dataset.name / "warehouse"
@@ -206,14 +218,20 @@ def _datasets(args: argparse.Namespace, spec: ScaleSpec) -> tuple[Path, Path, fl
         generation = time.perf_counter() - started
     if args.source == "aws":
         return cur, cur, generation
-    dataset = args.data / f"{spec.key()}-{args.source}-{args.focus_format}"
+    dataset = args.data / f"{spec.key()}-{args.source}-{_format(args)}"
     if not (dataset / "expected.json").is_file():
         shutil.rmtree(dataset, ignore_errors=True)
         print(f"writing {dataset.name} ...", flush=True)
         started = time.perf_counter()
-        write_focus(cur, dataset, args.focus_format, threads=args.threads)
+        write = SOURCES[args.source][1]
+        write(cur, dataset, _format(args), threads=args.threads)
         generation = (generation or 0.0) + time.perf_counter() - started
     return cur, dataset, generation
+
+
+def _format(args: argparse.Namespace) -> str | None:
+    """The file format of --source's bill (None for the CUR, which has one)."""
+    return {"focus": args.focus_format, "gcp": args.gcp_format}.get(args.source)
 
 
 def _config_text(
@@ -221,9 +239,10 @@ def _config_text(
 ) -> str:
     """runcost.toml for a generated world in `dataset` (its CUR world `cur`), warehouse at
     `warehouse`."""
-    if args.source == "focus":
+    written = SOURCES[args.source][2]
+    if written:
         telemetry = (cur or dataset) / "telemetry"
-        text = focus_config_text(warehouse, dataset / "focus", telemetry, args.memory_limit)
+        text = written(warehouse, dataset / args.source, telemetry, args.memory_limit)
     else:
         text = config_text(str(warehouse), args.memory_limit)
         text = text.replace('"aws/', f'"{dataset}/aws/').replace(

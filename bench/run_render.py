@@ -133,4 +133,4 @@ def render(result: dict) -> str:
 
 def _source(result: dict) -> str:
     source = result.get("source", "aws")
-    return f"{source} ({result['focus_format']})" if result.get("focus_format") else source
+    return f"{source} ({result['source_format']})" if result.get("source_format") else source

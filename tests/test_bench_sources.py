@@ -1,4 +1,4 @@
-"""The benchmark's world with its bill as FOCUS files, at a tiny scale, end to end."""
+"""The benchmark's world with its bill as FOCUS files or a GCP export, tiny, end to end."""
 
 from __future__ import annotations
 
@@ -11,40 +11,63 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+BASES = ("billed_cost", "effective_cost", "list_cost", "net_cost")
+SKIPPED = "net_cost: not in expected.json (the source has no such column)"
 
 
-@pytest.mark.parametrize("focus_format", ["parquet", "csv"])
-def test_bench_run_focus_publishes_the_generated_totals(tmp_path: Path, focus_format: str) -> None:
+def _run(tmp_path: Path, source: str, file_format: str) -> dict:
     out = tmp_path / "result.json"
     command = [sys.executable, str(ROOT / "bench" / "run.py"), "--rows", "10_000"]
-    command += ["--source", "focus", "--focus-format", focus_format, "--no-pandas"]
+    command += ["--source", source, f"--{source}-format", file_format, "--no-pandas"]
     command += ["--data", str(tmp_path / "data"), "--out", str(out)]
     done = subprocess.run(command, capture_output=True, text=True, check=False, cwd=tmp_path)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    result = json.loads(out.read_text(encoding="utf-8"))
+    return json.loads(out.read_text(encoding="utf-8"))
+
+
+def _published_totals(pipeline: dict) -> dict[tuple[str, str], tuple[Decimal, int]]:
+    rows = pipeline["published"]["reconciliation"]
+    return {(model, basis): (Decimal(total), int(n)) for model, basis, total, _, n in rows}
+
+
+@pytest.mark.parametrize(
+    ("source", "file_format", "names"),
+    [
+        ("focus", "parquet", ["focus-00001.parquet", "focus-00002.parquet"]),
+        ("focus", "csv", ["focus-00001.csv.gz", "focus-00002.csv.gz"]),
+        ("gcp", "ndjson", ["billing-000000000001.json", "billing-000000000002.json"]),
+        ("gcp", "parquet", ["billing-000000000001.parquet", "billing-000000000002.parquet"]),
+    ],
+)
+def test_bench_run_publishes_the_generated_totals_of_each_source(
+    tmp_path: Path, source: str, file_format: str, names: list[str]
+) -> None:
+    result = _run(tmp_path, source, file_format)
     expected = result["expected"]
-    suffix = {"parquet": ".parquet", "csv": ".csv.gz"}[focus_format]
-    files = sorted((tmp_path / "data").glob("*-focus-*/focus/*"))
-    assert [path.name for path in files] == [f"focus-0000{n}{suffix}" for n in (1, 2)]
-    # FOCUS has no net column: expected.json names none and the check says it skipped it
-    assert set(expected) >= {"billed_cost", "effective_cost", "list_cost", "tagged_billed_cost"}
-    assert "net_cost" not in expected
+    files = sorted((tmp_path / "data").glob(f"*-{source}-{file_format}/{source}/*"))
+    assert [path.name for path in files] == names
     pipeline = result["pipeline"]
     assert pipeline["correct"], pipeline["problems"]
-    assert pipeline["skipped"] == ["net_cost: not in expected.json (the source has no such column)"]
-    rows = pipeline["published"]["reconciliation"]
-    totals = {
-        (model, basis): (Decimal(total), int(lines)) for model, basis, total, _, lines in rows
-    }
+    totals = _published_totals(pipeline)
+    # FOCUS has no net column: expected.json names none, the check says it skipped it, and
+    # runcost publishes a FOCUS line's EffectiveCost as its net cost
+    compared = [basis for basis in BASES if basis in expected]
+    assert compared == (list(BASES[:3]) if source == "focus" else list(BASES))
+    assert pipeline["skipped"] == ([SKIPPED] if source == "focus" else [])
     for model in ("marginal", "fully_loaded"):
-        for basis in ("billed_cost", "effective_cost", "list_cost"):
+        for basis in compared:
             assert totals[model, basis] == (Decimal(expected[basis]), expected["cost_lines"])
-        # runcost publishes a FOCUS line's EffectiveCost as its net cost
-        assert totals[model, "net_cost"] == totals[model, "effective_cost"]
-    # the CUR world's lines, plus one unused-commitment row per Savings Plan fee hour (744)
+        if source == "focus":
+            assert totals[model, "net_cost"] == totals[model, "effective_cost"]
+    # the same world as the CUR's: its effective cost, its tagged lines; FOCUS adds one
+    # unused-commitment row per Savings Plan fee hour (744), GCP drops the negations (credits)
     cur = json.loads(next((tmp_path / "data").glob("*-e0.5/expected.json")).read_text("utf-8"))
-    assert expected["cost_lines"] == cur["cost_lines"] + 744
-    assert Decimal(expected["billed_cost"]) == Decimal(cur["billed_cost"])
     assert Decimal(expected["effective_cost"]) == Decimal(cur["effective_cost"])
     assert expected["tagged_lines"] == cur["tagged_lines"] > 0
+    if source == "focus":
+        assert expected["cost_lines"] == cur["cost_lines"] + 744
+        assert Decimal(expected["billed_cost"]) == Decimal(cur["billed_cost"])
+    else:
+        assert expected["cost_lines"] < cur["cost_lines"]
+        assert Decimal(expected["net_cost"]) == Decimal(cur["net_cost"])
     assert result["floor"]["rows"] == expected["cost_lines"]
