@@ -12,6 +12,7 @@ from pipeline.common.errors import ModelError
 from pipeline.dag.engines.base import Engine
 from pipeline.dag.engines.duckdb import DuckDBEngine
 from pipeline.dag.models import LAYERS, Model, order
+from pipeline.warehouse.undecodable import name_undecodable
 
 
 @dataclass
@@ -53,6 +54,8 @@ def build(
             else:
                 engine.create(model)
         except engine.errors as error:
+            if isinstance(engine, DuckDBEngine):  # its errors name no damaged input file
+                name_undecodable(engine.con, error)
             where = model.path or model.qualified
             raise ModelError(f"{where}: building {model.qualified} failed: {error}") from error
         report.seconds[model.qualified] = time.perf_counter() - started

@@ -15,6 +15,7 @@ from pipeline.common.money import MONEY_SQL
 from pipeline.dag.macros import EXACT_DECIMAL
 from pipeline.ingest.aws_cur2 import Delivery
 from pipeline.warehouse.parquet import COMPRESSION
+from pipeline.warehouse.undecodable import name_undecodable
 from pipeline.warehouse.views import layout_path
 from schemas import aws_cur2, focus, gcp_billing
 
@@ -198,10 +199,14 @@ def _register_gcp(con: duckdb.DuckDBPyConnection, deliveries: list[Delivery]) ->
 
 def _check_gcp_currencies(con: duckdb.DuckDBPyConnection) -> None:
     """One invoice month of one export table is billed in one currency."""
-    mixed = con.execute(
-        "select export_name, invoice.month, list(distinct currency order by currency) "
-        "from raw.gcp_billing group by all having count(distinct currency) > 1 order by all"
-    ).fetchall()
+    try:
+        mixed = con.execute(
+            "select export_name, invoice.month, list(distinct currency order by currency) "
+            "from raw.gcp_billing group by all having count(distinct currency) > 1 order by all"
+        ).fetchall()
+    except duckdb.Error as error:  # the first read of the stored GCP files' pages
+        name_undecodable(con, error)
+        raise
     if mixed:
         export, month, currencies = mixed[0]
         raise InputError(

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from damaged_pages import BAD_PAGE, break_page
 from focus_world import write_azure_parquet, write_mixed_csv
 from test_gcp_files import config as gcp_config
 from test_gcp_files import row, write_ndjson
@@ -37,22 +38,6 @@ FOCUS_FIX = (
     "the period replaces it) and run again; " + AFRESH
 )
 CUT_SHORT = "Compressed file ended before the end-of-stream marker was reached"
-BAD_PAGE = "Variable-length int over 10 bytes."
-
-
-def break_page(path: Path, column: str) -> None:
-    """Overwrite the page header of ``column``'s first page, leaving the footer whole: the
-    footer checks pass and the page cannot be decoded."""
-    chunk = pq.ParquetFile(path).metadata.row_group(0)
-    for index in range(chunk.num_columns):
-        meta = chunk.column(index)
-        if meta.path_in_schema.split(".")[0] == column:
-            start = meta.dictionary_page_offset or meta.data_page_offset
-            content = bytearray(path.read_bytes())
-            content[start : start + 16] = b"\xab" * 16
-            path.write_bytes(bytes(content))
-            return
-    raise AssertionError(f"no column {column}")
 
 
 def cur_parquet_page(root: Path) -> Path:
