@@ -9,6 +9,27 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+# a running run's record is written padded to this size (JSON allows trailing spaces), so that
+# its outcome can be written over it in place on a full disk (rewrite_in_place); a failed run's
+# record is 1-2 KB without its inputs
+RESERVED_BYTES = 16_384
+# what a record written in place keeps when the whole record does not fit
+OUTCOME_FIELDS = (
+    "run_id",
+    "runcost_version",
+    "config_file",
+    "config_fingerprint",
+    "config_hash",
+    "clock",
+    "started_at",
+    "status",
+    "pid",
+    "allow_shrink",
+    "error",
+    "finished_at",
+    "stage_seconds",
+)
+
 
 def now_text() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
@@ -76,13 +97,52 @@ class RunManifest:
         }
 
     def write(self, run_dir: Path) -> Path:
-        return write_manifest(run_dir, self.record())
+        """Write the record; a running run's keeps RESERVED_BYTES for its outcome."""
+        reserve = RESERVED_BYTES if self.status == "running" else 0
+        return write_manifest(run_dir, self.record(), reserve)
 
 
-def write_manifest(run_dir: Path, manifest: dict[str, Any]) -> Path:
-    """Write a run's manifest.json atomically (readers see the old or the new one)."""
+def write_manifest(run_dir: Path, manifest: dict[str, Any], reserve: int = 0) -> Path:
+    """Write a run's manifest.json atomically (readers see the old or the new one), padded with
+    spaces (still JSON) to ``reserve`` bytes."""
     path = run_dir / "manifest.json"
     temporary = run_dir / ".manifest.json.tmp"
-    temporary.write_text(json.dumps(manifest, indent=2, default=str) + "\n", encoding="utf-8")
+    temporary.write_bytes(_encoded(manifest).ljust(reserve, b" "))
     temporary.replace(path)
     return path
+
+
+def rewrite_in_place(run_dir: Path, manifest: dict[str, Any]) -> bool:
+    """Write ``manifest`` over runs/<run_id>/manifest.json within the bytes it holds already,
+    for a full disk, where the new file write_manifest writes gets no block: rewriting blocks
+    a file has needs none. A record too long keeps only OUTCOME_FIELDS (the others named in
+    ``left_out``), then only the start of its error; False when even that does not fit."""
+    path = run_dir / "manifest.json"
+    size = path.stat().st_size
+    content = _fitting(manifest, size)
+    if content is None:
+        return False
+    with path.open("r+b") as handle:  # not truncated: the old bytes past the record are spaces
+        handle.write(content.ljust(size, b" "))
+    return True
+
+
+def _fitting(manifest: dict[str, Any], size: int) -> bytes | None:
+    content = _encoded(manifest)
+    if len(content) <= size:
+        return content
+    kept = {name: value for name, value in manifest.items() if name in OUTCOME_FIELDS}
+    kept["left_out"] = [name for name in manifest if name not in OUTCOME_FIELDS]
+    content = _encoded(kept)
+    error = str(kept.get("error") or "")
+    if len(content) > size and error:
+        room = len(error) - (len(content) - size) - 3
+        if room <= 0:
+            return None
+        kept["error"] = error[:room] + "..."
+        content = _encoded(kept)
+    return content if len(content) <= size else None
+
+
+def _encoded(manifest: dict[str, Any]) -> bytes:
+    return (json.dumps(manifest, indent=2, default=str) + "\n").encode("utf-8")

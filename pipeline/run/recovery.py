@@ -9,7 +9,7 @@ import shutil
 from pathlib import Path
 
 from pipeline.run.as_of import write_snapshot_database
-from pipeline.run.manifest import write_manifest
+from pipeline.run.manifest import rewrite_in_place, write_manifest
 from pipeline.warehouse.commit import check_database
 from pipeline.warehouse.integrity import DamagedFile, DamagedRecord, damaged_files
 from pipeline.warehouse.snapshots import (
@@ -163,17 +163,26 @@ def repair_database(warehouse: Path) -> None:
 
 
 def record_failure(run_dir: Path, manifest: dict) -> None:
-    """Write a failed run's record; a full disk must not hide the error that ended the run."""
+    """Write a failed run's record; a full disk must not hide the error that ended the run, so
+    when a new file cannot be written the record is written over the running one, in the room
+    it kept (manifest.rewrite_in_place)."""
     try:
         write_manifest(run_dir, manifest)
+        return
     except OSError as error:
         (run_dir / ".manifest.json.tmp").unlink(missing_ok=True)
-        log.warning(
-            "could not record the failure in %s (%s); the next run marks it interrupted",
-            run_dir / "manifest.json",
-            error.strerror or error,
-            extra={"stage": "record"},
-        )
+        failure = error
+    try:
+        if rewrite_in_place(run_dir, manifest):
+            return
+    except OSError as error:
+        failure = error
+    log.warning(
+        "could not record the failure in %s (%s); the next run marks it interrupted",
+        run_dir / "manifest.json",
+        failure.strerror or failure,
+        extra={"stage": "record"},
+    )
 
 
 def record_published(run_dir: Path, manifest: dict) -> Path:

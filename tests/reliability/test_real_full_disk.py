@@ -95,6 +95,10 @@ def test_a_full_disk_fails_the_run_with_one_error_line(
     # the previous snapshot is current and reads back whole, on the full disk
     assert (warehouse / "CURRENT").read_text(encoding="utf-8") == pointer
     assert published_hashes(warehouse) == before
+    # recorded on the full disk, over the running record (in the room it kept)
+    failed = manifests(warehouse)[-1]
+    assert failed["status"] == "failed", failed
+    assert "No space left on device" in failed["error"]
 
     filled[0].unlink()
     monkeypatch.undo()
@@ -102,7 +106,7 @@ def test_a_full_disk_fails_the_run_with_one_error_line(
     assert published_hashes(warehouse) != before
     statuses = [item["status"] for item in manifests(warehouse)]
     assert statuses[0] == "published" and statuses[-1] == "published"
-    assert statuses[1] in ("failed", "interrupted"), statuses
+    assert statuses[1] == "failed", statuses
     assert not list(warehouse.glob(".*.tmp*")), os.listdir(warehouse)
     assert not (warehouse / ".ingest-staging").exists()
     assert not list(warehouse.glob("runs/*/.manifest.json.tmp"))

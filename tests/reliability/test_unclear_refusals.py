@@ -9,9 +9,9 @@ import re
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
+from damaged_pages import break_page
 from test_refusals import one_error, redeliver, world
 from test_status import status
 from worlds import make_world, manifests, published_hashes, run_in_process
@@ -19,6 +19,7 @@ from worlds import make_world, manifests, published_hashes, run_in_process
 from pipeline.cli.app import main
 from pipeline.config.loader import load_config
 from pipeline.run import recovery
+from pipeline.run.manifest import RESERVED_BYTES
 from pipeline.warehouse import publish as publish_module
 from pipeline.warehouse.lock import WarehouseLock
 
@@ -68,24 +69,58 @@ def test_null_resource_ids_on_split_parents_name_the_rows_and_the_fix(
     assert record["status"] == "failed_checks"
     said = f"check split_cost_matches_instance failed, because {cause}"
     assert record["error"] == said
-    assert f"error: {said} checks: 8 of 9 passed; failed: split_cost_matches_instance" in (
-        " ".join(status(config).split())  # `runcost status` says why, not only the name
-    )
+    text = " ".join(status(config).split())  # `runcost status` says why, not only the name
+    assert f"error: {said} " in text
+    assert "checks: 8 of 9 passed; failed: split_cost_matches_instance" in text
+
+
+def no_space(*args: object, **kwargs: object) -> None:
+    raise OSError(errno.ENOSPC, "No space left on device")
+
+
+def test_a_failure_on_a_full_disk_is_recorded_over_the_running_record(
+    tmp_path: Path, template: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """A full disk fails the publish, and no new file can be written: the failed record is
+    written over the running one, in the room it kept, so the file on disk says failed."""
+    config = make_world(tmp_path / "world", template)
+    warehouse = load_config(config).warehouse
+    monkeypatch.setattr(publish_module, "write_views", no_space)
+    monkeypatch.setattr(recovery, "write_manifest", no_space)  # every new file: disk full
+
+    result = CliRunner().invoke(main, ["run", "--config", str(config)])
+
+    assert result.exit_code == 1
+    assert "could not record the failure" not in result.output
+    (path,) = warehouse.glob("runs/*/manifest.json")
+    assert path.stat().st_size == RESERVED_BYTES, "written in place, in the bytes it held"
+    assert not list(path.parent.glob(".manifest.json*"))
+    (record,) = manifests(warehouse)
+    assert record["status"] == "failed"
+    assert record["error"].startswith("PublishError: disk full while writing the snapshot to ")
+    assert "[Errno 28] No space left on device; nothing was published" in record["error"]
+    assert record["finished_at"] >= record["started_at"]
+    assert "ingest" in record["stage_seconds"] and "inputs" in record
+    found = json.loads(status(config, "--format", "json"))["last_run"]
+    assert (found["status"], found["error"]) == ("failed", record["error"])
+
+    monkeypatch.undo()
+    assert run_in_process(config) == "published", "the next run goes through"
+    assert [item["status"] for item in manifests(warehouse)] == ["failed", "published"]
 
 
 def test_a_run_that_could_not_record_its_failure_shows_failed(
     tmp_path: Path, template: Path, monkeypatch: pytest.MonkeyPatch
 ):
-    """A full disk fails the publish and then the write of the failed record: the record on
-    disk still says running, and status says the run failed, not that it is running."""
+    """A failed publish and then no way to write the failed record at all (not even over the
+    running one): the record on disk still says running, and status says the run failed, not
+    that it is running."""
     config = make_world(tmp_path / "world", template)
     warehouse = load_config(config).warehouse
 
-    def no_space(*args: object, **kwargs: object) -> None:
-        raise OSError(errno.ENOSPC, "No space left on device")
-
     monkeypatch.setattr(publish_module, "write_views", no_space)
     monkeypatch.setattr(recovery, "write_manifest", no_space)
+    monkeypatch.setattr(recovery, "rewrite_in_place", no_space)
     result = CliRunner().invoke(main, ["run", "--config", str(config)])
     assert result.exit_code == 1
     (record,) = manifests(warehouse)
@@ -124,21 +159,6 @@ def test_a_run_holding_the_lock_is_still_running(tmp_path: Path, template: Path)
     assert (held["status"], "error" in held) == ("running", False)
     assert gone["status"] == "failed"
     assert gone["error"].startswith("crashed or stopped: the process (pid 1) is gone ")
-
-
-def break_page(path: Path, column: str) -> None:
-    """Overwrite the header of ``column``'s first page; the footer stays whole (as
-    tests/unit/test_ingest_damaged.py does)."""
-    chunk = pq.ParquetFile(path).metadata.row_group(0)
-    (meta,) = [
-        chunk.column(index)
-        for index in range(chunk.num_columns)
-        if chunk.column(index).path_in_schema == column
-    ]
-    start = meta.dictionary_page_offset or meta.data_page_offset
-    content = bytearray(path.read_bytes())
-    content[start : start + 16] = b"\xab" * 16
-    path.write_bytes(bytes(content))
 
 
 def test_a_corrupt_page_in_a_re_delivery_keeps_the_snapshot_and_a_whole_copy_is_read(

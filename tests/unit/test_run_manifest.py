@@ -114,3 +114,39 @@ def test_manifest_record_leaves_out_what_the_run_did_not_reach(tmp_path: Path) -
     assert "snapshot" not in written
     with pytest.raises(AttributeError, match="no field outptus"):
         manifest.finish("published", {}, outptus={})
+
+
+def test_a_running_record_keeps_room_for_its_outcome_written_in_place(tmp_path: Path) -> None:
+    from pipeline.run.manifest import RESERVED_BYTES, RunManifest, rewrite_in_place
+
+    manifest = RunManifest("r1", "0.1.0", None, "fp", "ch", "2026-11-05T00:00:00+00:00")
+    path = manifest.write(tmp_path)
+    assert path.stat().st_size == RESERVED_BYTES
+    assert json.loads(path.read_text(encoding="utf-8"))["status"] == "running"  # spaces: JSON
+
+    manifest.inputs = {"deliveries": [{"files": "x"}] * 3}
+    manifest.finish("failed", {"ingest": 0.5}, error="OSError: No space left on device")
+    assert rewrite_in_place(tmp_path, manifest.record())
+    assert path.stat().st_size == RESERVED_BYTES, "not one byte more"
+    assert json.loads(path.read_text(encoding="utf-8")) == manifest.record()
+
+    # too long: only the outcome fields are kept (the others named), then the error is cut
+    manifest.inputs = {"deliveries": [{"files": "x" * 100}] * 200}
+    manifest.error = "InputError: " + "e" * 20_000
+    assert rewrite_in_place(tmp_path, manifest.record())
+    written = json.loads(path.read_text(encoding="utf-8"))
+    assert (written["status"], written["stage_seconds"]) == ("failed", {"ingest": 0.5})
+    assert written["left_out"] == ["inputs"]
+    assert written["error"].startswith("InputError: eee") and written["error"].endswith("...")
+    assert len(path.read_bytes().rstrip()) > RESERVED_BYTES - 100, "the error fills the room"
+    assert path.stat().st_size == RESERVED_BYTES
+
+    # a finished record keeps no room: a longer one does not fit over it, and nothing is written
+    finished = tmp_path / "finished"
+    finished.mkdir()
+    manifest.inputs, manifest.error = {}, "InputError: bad"
+    path = manifest.write(finished)
+    before = path.read_bytes()
+    assert len(before) < 2_000
+    assert not rewrite_in_place(finished, {"status": "failed", "run_id": "r" * 5_000})
+    assert path.read_bytes() == before
