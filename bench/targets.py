@@ -26,6 +26,12 @@ PEAK_LIMIT = "1536MB"  # the peak RSS target holds with this memory_limit
 PANDAS_RATIO = 10.0  # CPU, on the 1M subset, with less memory
 SCALING_RATIO = 5.5
 SKEW_RATIO = 3.0
+# a bill delivered as GCP export files or FOCUS files (bench/run.py --source): CPU per line
+# against the CUR path's on the same world, and peak RSS over the configured memory_limit
+SOURCE_RATIO = 1.5
+SOURCE_PEAK_OVER_LIMIT = 1.25
+_UNITS = {"kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
+_UNITS |= {"kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12, "b": 1}
 # history (bench/run.py --months N): the night re-delivering the newest month against the same
 # night on a 1-month warehouse, per (months, lines per month); a night with nothing new
 REDELIVERY_RATIOS = {(4, 250_000): 1.3, (12, 1_000_000): 1.5}
@@ -52,7 +58,18 @@ def _rows(result: dict) -> int:
 def _label(result: dict) -> str:
     spec = result["spec"]
     shape = "skew" if spec["skew"] else "uniform"
-    return f"{spec['rows']:,} {shape}, memory_limit={result.get('memory_limit')}"
+    source = result.get("source", "aws")
+    source += f" ({result['source_format']})" if result.get("source_format") else ""
+    return f"{spec['rows']:,} {shape}, {source}, memory_limit={result.get('memory_limit')}"
+
+
+def limit_mb(limit: str) -> float:
+    """A DuckDB memory_limit ("1GB", "1536MB", "4GiB") in MiB, as peak RSS is measured."""
+    text = limit.strip().lower().replace(" ", "")
+    for unit in sorted(_UNITS, key=len, reverse=True):
+        if text.endswith(unit):
+            return float(text.removesuffix(unit)) * _UNITS[unit] / 2**20
+    raise ValueError(f"memory_limit {limit!r}: expected a number and a unit such as 4GB")
 
 
 def run_targets(result: dict) -> list[Verdict]:
@@ -66,6 +83,16 @@ def run_targets(result: dict) -> list[Verdict]:
                 f"peak RSS < {PEAK_MB:,} MB with memory_limit={PEAK_LIMIT} ({_label(result)})",
                 f"peak {peak:,.0f} MB",
                 peak < PEAK_MB,
+            )
+        )
+    if result.get("source", "aws") != "aws" and result.get("memory_limit"):
+        bound = limit_mb(result["memory_limit"]) * SOURCE_PEAK_OVER_LIMIT
+        verdicts.append(
+            Verdict(
+                f"peak RSS at most memory_limit + {SOURCE_PEAK_OVER_LIMIT - 1:.0%} "
+                f"({_label(result)})",
+                f"peak {peak:,.0f} MB, bound {bound:,.0f} MB",
+                peak <= bound,
             )
         )
     ratios = result.get("ratios", {})
@@ -135,17 +162,46 @@ def history_targets(result: dict) -> list[Verdict]:
     return verdicts
 
 
-def _find(results: list[dict], rows: int, skew: bool, limit: str | None) -> dict | None:
+def _find(
+    results: list[dict],
+    rows: int,
+    skew: bool,
+    limit: str | None,
+    source: str = "aws",
+    engine: str | None = None,
+) -> dict | None:
     for result in results:
         spec = result["spec"]
         same = (spec["rows"], spec["skew"], result.get("memory_limit")) == (rows, skew, limit)
+        same = same and result.get("source", "aws") == source
+        same = same and (engine is None or result.get("engine", "duckdb") == engine)
         if same and result["pipeline"].get("correct"):
             return result
     return None
 
 
+def source_targets(results: list[dict]) -> list[Verdict]:
+    """Each GCP or FOCUS run's CPU per line against the CUR run of the same world and settings."""
+    verdicts = []
+    for result in results:
+        if result.get("source", "aws") == "aws" or not result["pipeline"].get("correct"):
+            continue
+        spec, engine = result["spec"], result.get("engine", "duckdb")
+        cur = _find(results, spec["rows"], spec["skew"], result.get("memory_limit"), "aws", engine)
+        target = f"CPU per line at most {SOURCE_RATIO:g}x the CUR path's ({_label(result)})"
+        if cur is None:
+            verdicts.append(Verdict(target, "no CUR run of the same world and settings", None))
+            continue
+        ratio = (result["pipeline"]["cpu_seconds"] / _rows(result)) / (
+            cur["pipeline"]["cpu_seconds"] / _rows(cur)
+        )
+        verdicts.append(Verdict(target, f"{ratio:.2f}x", ratio <= SOURCE_RATIO))
+    return verdicts
+
+
 def cross_targets(results: list[dict]) -> list[Verdict]:
-    """Targets that compare runs: 10M -> 50M scaling, 100M under 4GB, skew against uniform."""
+    """Targets that compare runs: 10M -> 50M scaling, 100M under 4GB, skew against uniform,
+    each other bill format against the CUR."""
     limits = sorted({str(result.get("memory_limit")) for result in results})
     scaling = None
     for limit in limits:
@@ -193,7 +249,7 @@ def cross_targets(results: list[dict]) -> list[Verdict]:
             )
             break
     verdicts.append(skew_verdict)
-    return verdicts
+    return verdicts + source_targets(results)
 
 
 def load(paths: list[Path]) -> list[dict]:

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from bench.targets import cross_targets, limit_mb, run_targets, source_targets
+
 ROOT = Path(__file__).resolve().parent.parent
 BASES = ("billed_cost", "effective_cost", "list_cost", "net_cost")
 SKIPPED = "net_cost: not in expected.json (the source has no such column)"
@@ -71,3 +73,47 @@ def test_bench_run_publishes_the_generated_totals_of_each_source(
         assert expected["cost_lines"] < cur["cost_lines"]
         assert Decimal(expected["net_cost"]) == Decimal(cur["net_cost"])
     assert result["floor"]["rows"] == expected["cost_lines"]
+
+
+def _result(source: str, cpu: float, limit: str | None, peak: float, rows: int = 1_000_000) -> dict:
+    return {
+        "spec": {"rows": rows, "skew": False},
+        "source": source,
+        "memory_limit": limit,
+        "expected": {"cost_lines": rows},
+        "pipeline": {
+            "cpu_seconds": cpu,
+            "total_seconds": cpu,
+            "peak_rss_mb": peak,
+            "correct": True,
+        },
+        "repeat_identical": None,
+    }
+
+
+@pytest.mark.parametrize(("cpu", "peak", "met"), [(14.9, 1_192.0, True), (15.1, 1_193.0, False)])
+def test_each_source_is_judged_against_the_cur_run_and_its_memory_limit(
+    cpu: float, peak: float, met: bool
+) -> None:
+    cur = _result("aws", 10.0, "1GB", 600.0)
+    focus = _result("focus", cpu, "1GB", peak)
+    verdicts = source_targets([focus, cur])
+    assert [verdict.met for verdict in verdicts] == [met]
+    assert verdicts[0].measured == f"{cpu / 10:.2f}x"
+    # 1GB is 953.7 MiB (RSS is measured in MiB); plus 25 %: 1,192 MiB
+    peak_verdict = run_targets(focus)[0]
+    assert peak_verdict.met is met
+    assert peak_verdict.measured == f"peak {peak:,.0f} MB, bound 1,192 MB"
+    assert limit_mb("1536MB") == 1536e6 / 2**20 and limit_mb("4GiB") == 4096
+    # a CUR run with another memory_limit is no reference
+    assert source_targets([focus, _result("aws", 10.0, None, 600.0)])[0].met is None
+
+
+def test_a_run_of_another_source_is_never_the_cur_run_a_cross_target_compares() -> None:
+    runs = [
+        _result("focus", 100.0, "4GB", 600.0, rows=10_000_000),
+        _result("aws", 500.0, "4GB", 600.0, rows=50_000_000),
+    ]
+    assert cross_targets(runs)[0].met is None
+    runs.append(_result("aws", 100.0, "4GB", 600.0, rows=10_000_000))
+    assert cross_targets(runs)[0].met is True
