@@ -92,6 +92,16 @@ class Config:
     engine_options: dict[str, Any] = field(default_factory=default_engine_options)
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
+    def duckdb_limits(self, temp_directory: Path) -> dict[str, str | int | bool]:
+        """DuckDB settings for a connection doing the run's large work (the build, reading a
+        file source): warehouse.threads and memory_limit, spilling into ``temp_directory``."""
+        settings: dict[str, str | int | bool] = {"temp_directory": str(temp_directory)}
+        if self.threads:
+            settings["threads"] = int(self.threads)
+        if self.memory_limit:
+            settings["memory_limit"] = self.memory_limit
+        return settings
+
     def fingerprint(self) -> str:
         """A stable hash of the settings that change results (recorded in the run manifest)."""
         text = repr(

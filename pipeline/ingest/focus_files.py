@@ -50,7 +50,9 @@ def ingest_focus_files(config: Config, allow_shrink: Iterable[str] = ()) -> list
         return []
     store = RawStore(config.warehouse / "raw", PROVIDER)
     staging = config.warehouse / _STAGING / f"focus-{secrets.token_hex(4)}"
-    con = connect()
+    # the files are read whole into DuckDB: within memory_limit, spilling beside the staging
+    staging.mkdir(parents=True)
+    con = connect(settings=config.duckdb_limits(staging / ".spill"))
     try:
         return _ingest(config, store, con, staging, tuple(allow_shrink))
     finally:
@@ -74,7 +76,9 @@ def _ingest(
     for source in config.focus_sources:
         for number, (path, relative) in enumerate(listed[source.name]):
             digest = sha256_file(path)
-            read = read_focus_file(con, path, relative, source.provider_name)
+            typed = staging / ".typed" / f"{source.name}-{number:05d}.parquet"
+            typed.parent.mkdir(exist_ok=True)
+            read = read_focus_file(con, path, relative, source.provider_name, typed)
             periods = [
                 row[0]
                 for row in con.execute(
@@ -88,7 +92,7 @@ def _ingest(
                 con.execute(
                     f"copy (select * from {TYPED} "
                     f"where strftime(BillingPeriodStart, '%Y-%m') = '{period}' "
-                    f"order by runcost_source_line) to '{_escape(str(part))}' "
+                    f") to '{_escape(str(part))}' "
                     "(format parquet, compression zstd)"
                 )
                 item.parts.append((part, relative, digest))

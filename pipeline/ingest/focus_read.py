@@ -28,6 +28,7 @@ SOURCE_FILE, SOURCE_LINE = "runcost_source_file", "runcost_source_line"
 TYPED = "focus_typed"
 _TEXT = "focus_text"
 _LINE = "runcost_line"
+_ARROW = "focus_arrow"
 # ISO 8601 date or date-time, 'T' or space, optional fraction and zone (FOCUS writes ...Z; real
 # files drop the T and the Z). A US date such as 5/1/25 is refused, never read as year 5.
 _ISO = r"\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?)? ?([Zz]|[+-]\d{2}(:?\d{2})?)?"
@@ -62,9 +63,15 @@ class ReadFile:
 
 
 def read_focus_file(
-    con: duckdb.DuckDBPyConnection, path: Path, relative: str, provider_name: str | None
+    con: duckdb.DuckDBPyConnection,
+    path: Path,
+    relative: str,
+    provider_name: str | None,
+    typed_file: Path,
 ) -> ReadFile:
-    """Load ``path`` into focus_typed (canonical FOCUS 1.2 names, typed, plus extra columns)."""
+    """Load ``path`` as focus_typed (canonical FOCUS 1.2 names, typed, plus extra columns): a
+    view of ``typed_file``, which it writes. A Parquet file is read as text through a view and
+    written typed in one pass, so no copy of the file is held in memory."""
     names = _load_text(con, path)
     mapping, extras = _map_columns(names, path)
     version = detect_version(names, path)
@@ -80,7 +87,6 @@ def read_focus_file(
             f"{', '.join(focus.REQUIRED)}. Export the file again with every FOCUS column"
             + (", or set provider_name for this source" if missing == ["ProviderName"] else "")
         )
-    _check_values(con, path, mapping, provider_name)
     select = [f"{_LINE} as {SOURCE_LINE}", f"{literal(relative)} as {SOURCE_FILE}"]
     for name, kind in focus.KINDS.items():
         if name == "ProviderName" and provider_name:
@@ -88,7 +94,18 @@ def read_focus_file(
         elif name in mapping:
             select.append(f"{_parse(identifier(mapping[name]), kind)} as {name}")
     select += [f"{identifier(name)}" for name in extras]
-    con.execute(f"create or replace temp table {TYPED} as select {', '.join(select)} from {_TEXT}")
+    with reading(str(path), WHOLE_COPY):  # a Parquet file's pages are decoded here
+        _check_values(con, path, mapping, provider_name)
+        con.execute(
+            f"copy (select {', '.join(select)} from {_TEXT}) to {literal(str(typed_file))} "
+            "(format parquet, compression snappy)"
+        )
+    con.execute(f"drop view {_TEXT}")
+    con.unregister(_ARROW)
+    con.execute(
+        f"create or replace temp view {TYPED} as "
+        f"select * from read_parquet({literal(str(typed_file))})"
+    )
     _check_typed(con, path, mapping)
     rows = con.execute(f"select count(*) from {TYPED}").fetchone()[0]
     _note_precision(con, path, [name for name in mapping if focus.KINDS[name] == "decimal"])
@@ -115,7 +132,8 @@ def detect_version(names: list[str], path: Path) -> str:
 
 
 def _load_text(con: duckdb.DuckDBPyConnection, path: Path) -> list[str]:
-    """The file as table focus_text: every column VARCHAR, plus its 0-based row (runcost_line)."""
+    """The file as the view focus_text, every column VARCHAR plus its 0-based row (runcost_line):
+    of the Parquet file itself, or of the CSV read by Arrow."""
     name = path.name.lower()
     if name.endswith(".parquet"):
         try:
@@ -135,12 +153,11 @@ def _load_text(con: duckdb.DuckDBPyConnection, path: Path) -> list[str]:
             for column, kind, *_ in described
         ]
         _check_names(names, path)
-        with reading(str(path), WHOLE_COPY):
-            con.execute(
-                f"create or replace temp table {_TEXT} as select {', '.join(columns)}, "
-                f"file_row_number as {_LINE} "
-                f"from read_parquet({literal(str(path))}, file_row_number = true)"
-            )
+        con.execute(
+            f"create or replace temp view {_TEXT} as select {', '.join(columns)}, "
+            f"file_row_number as {_LINE} "
+            f"from read_parquet({literal(str(path))}, file_row_number = true)"
+        )
         return names
     names = _csv_header(path)
     _check_names(names, path)
@@ -163,9 +180,8 @@ def _load_text(con: duckdb.DuckDBPyConnection, path: Path) -> list[str]:
             "the same number of fields on every row"
         ) from error
     table = table.append_column(_LINE, pa.array(range(table.num_rows), pa.int64()))
-    con.register("focus_arrow", table)
-    con.execute(f"create or replace temp table {_TEXT} as select * from focus_arrow")
-    con.unregister("focus_arrow")
+    con.register(_ARROW, table)  # until read_focus_file has written the typed file
+    con.execute(f"create or replace temp view {_TEXT} as select * from {_ARROW}")
     return names
 
 

@@ -213,14 +213,7 @@ def _clock_not_behind(clock: datetime, recorded: object) -> bool:
 
 def open_build(path: Path, run_dir: Path, config: Config) -> duckdb.DuckDBPyConnection:
     """The run's build database, spilling into run_dir/tmp, with the configured limits."""
-    settings: dict[str, str | int | bool] = {
-        "preserve_insertion_order": False,
-        "temp_directory": str(run_dir / "tmp"),
-    }
-    if config.threads:
-        settings["threads"] = int(config.threads)
-    if config.memory_limit:
-        settings["memory_limit"] = config.memory_limit
+    settings = {"preserve_insertion_order": False, **config.duckdb_limits(run_dir / "tmp")}
     return connect(path, settings=settings)
 
 

@@ -309,3 +309,43 @@ def test_focus_files_names_each_source(tmp_path: Path) -> None:
 def test_bad_focus_configuration_is_explained(tmp_path: Path, files, message) -> None:
     with pytest.raises(ConfigError, match=message):
         config(tmp_path, *files)
+
+
+def test_a_large_parquet_file_is_stored_in_its_row_order_within_memory_limit(
+    tmp_path: Path,
+) -> None:
+    """The file is read through a view and written typed in one pass (no copy held in memory);
+    each period's rows keep the file's order, on two threads, across many row groups."""
+    source = tmp_path / "focus" / "big.parquet"
+    source.parent.mkdir(parents=True)
+    con = duckdb.connect()
+    con.execute(
+        "copy (select (i % 7)::varchar || '.125' as BilledCost, '1.0' as EffectiveCost, "
+        "'1.0' as ListCost, 'acct' as BillingAccountId, 'USD' as BillingCurrency, "
+        "case when i % 3 = 0 then '2026-09-01T00:00:00Z' else '2026-10-01T00:00:00Z' end "
+        "as BillingPeriodStart, case when i % 3 = 0 then '2026-10-01T00:00:00Z' "
+        "else '2026-11-01T00:00:00Z' end as BillingPeriodEnd, "
+        "case when i % 3 = 0 then '2026-09-02T00:00:00Z' else '2026-10-02T00:00:00Z' end "
+        "as ChargePeriodStart, case when i % 3 = 0 then '2026-09-02T01:00:00Z' "
+        "else '2026-10-02T01:00:00Z' end as ChargePeriodEnd, 'Usage' as ChargeCategory, "
+        "'AWS' as ProviderName, 'Amazon EC2' as ServiceName, 'i-' || i as ResourceId "
+        f"from range(300000) t(i)) to '{source}' (format parquet, row_group_size 10000)"
+    )
+    con.close()
+    settings = {"focus": {"files": ["focus/big.parquet"]}, "warehouse": {"memory_limit": "256MB"}}
+    deliveries = ingest_focus_files(parse_config(settings, base=tmp_path))
+    assert [item.billing_period for item in deliveries] == ["2026-09", "2026-10"]
+    for item in deliveries:
+        [part] = item.files
+        con = duckdb.connect()
+        lines = [
+            row[0]
+            for row in con.execute(
+                f"select runcost_source_line from read_parquet('{part}', file_row_number = true) "
+                "order by file_row_number"
+            ).fetchall()
+        ]
+        con.close()
+        assert lines == sorted(lines) and len(lines) == (
+            100_000 if item.billing_period == "2026-09" else 200_000
+        )
