@@ -12,6 +12,7 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
 
 from pipeline.common.duck import identifier, literal
 from pipeline.common.errors import InputError
@@ -28,7 +29,6 @@ SOURCE_FILE, SOURCE_LINE = "runcost_source_file", "runcost_source_line"
 TYPED = "focus_typed"
 _TEXT = "focus_text"
 _LINE = "runcost_line"
-_ARROW = "focus_arrow"
 # ISO 8601 date or date-time, 'T' or space, optional fraction and zone (FOCUS writes ...Z; real
 # files drop the T and the Z). A US date such as 5/1/25 is refused, never read as year 5.
 _ISO = r"\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?)? ?([Zz]|[+-]\d{2}(:?\d{2})?)?"
@@ -72,7 +72,7 @@ def read_focus_file(
     """Load ``path`` as focus_typed (canonical FOCUS 1.2 names, typed, plus extra columns): a
     view of ``typed_file``, which it writes. A Parquet file is read as text through a view and
     written typed in one pass, so no copy of the file is held in memory."""
-    names = _load_text(con, path)
+    names = _load_text(con, path, typed_file.with_name(f"{typed_file.stem}-text.parquet"))
     mapping, extras = _map_columns(names, path)
     version = detect_version(names, path)
     missing = [
@@ -101,7 +101,6 @@ def read_focus_file(
             "(format parquet, compression snappy)"
         )
     con.execute(f"drop view {_TEXT}")
-    con.unregister(_ARROW)
     con.execute(
         f"create or replace temp view {TYPED} as "
         f"select * from read_parquet({literal(str(typed_file))})"
@@ -131,9 +130,9 @@ def detect_version(names: list[str], path: Path) -> str:
     return "1.0"
 
 
-def _load_text(con: duckdb.DuckDBPyConnection, path: Path) -> list[str]:
+def _load_text(con: duckdb.DuckDBPyConnection, path: Path, text_file: Path) -> list[str]:
     """The file as the view focus_text, every column VARCHAR plus its 0-based row (runcost_line):
-    of the Parquet file itself, or of the CSV read by Arrow."""
+    of the Parquet file itself, or of ``text_file``, which a CSV is written to block by block."""
     name = path.name.lower()
     if name.endswith(".parquet"):
         try:
@@ -162,7 +161,7 @@ def _load_text(con: duckdb.DuckDBPyConnection, path: Path) -> list[str]:
     names = _csv_header(path)
     _check_names(names, path)
     try:
-        table = pacsv.read_csv(
+        reader = pacsv.open_csv(
             path,
             parse_options=pacsv.ParseOptions(newlines_in_values=True),
             convert_options=pacsv.ConvertOptions(
@@ -171,6 +170,15 @@ def _load_text(con: duckdb.DuckDBPyConnection, path: Path) -> list[str]:
                 strings_can_be_null=True,
             ),
         )
+        schema = reader.schema.append(pa.field(_LINE, pa.int64()))
+        line = 0
+        with pq.ParquetWriter(text_file, schema, compression="snappy") as writer:
+            for batch in reader:  # a block at a time: the file is never held whole
+                numbers = pa.array(range(line, line + batch.num_rows), pa.int64())
+                writer.write_batch(
+                    pa.RecordBatch.from_arrays([*batch.columns, numbers], schema=schema)
+                )
+                line += batch.num_rows
     except (pa.ArrowInvalid, OSError) as error:
         if path.name.lower().endswith(".gz"):
             check_gzip(path, str(path), WHOLE_COPY)
@@ -179,9 +187,10 @@ def _load_text(con: duckdb.DuckDBPyConnection, path: Path) -> list[str]:
             f"{path}: not a readable CSV file ({error}); FOCUS CSV has one header row and "
             "the same number of fields on every row"
         ) from error
-    table = table.append_column(_LINE, pa.array(range(table.num_rows), pa.int64()))
-    con.register(_ARROW, table)  # until read_focus_file has written the typed file
-    con.execute(f"create or replace temp view {_TEXT} as select * from {_ARROW}")
+    con.execute(
+        f"create or replace temp view {_TEXT} as "
+        f"select * from read_parquet({literal(str(text_file))})"
+    )
     return names
 
 
