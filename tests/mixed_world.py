@@ -49,13 +49,16 @@ def aws_lines() -> list[CurLine]:
     and a line tagged with the key as configured (CUR never writes that: not placed by tag)."""
     return [
         CurLine(usage_start=at(9), usage_end=at(10), resource_id="i-0aws", usage_amount=D(1),
-                unblended_cost=D("10.5"), public_on_demand_cost=D("10.5"),
+                unblended_rate=D("10.5"), unblended_cost=D("10.5"),
+                public_on_demand_rate=D("10.5"), public_on_demand_cost=D("10.5"),
                 resource_tags={"user_attempt_id": "att-aws", "user_experiment_id": "exp-x"}),
-        CurLine(usage_start=at(9), usage_end=at(10), resource_id="vol-0aws",
-                pricing_unit="GB-Mo", unblended_cost=D("0.25"), public_on_demand_cost=D("0.25"),
+        CurLine(usage_start=at(9), usage_end=at(10), resource_id="vol-0aws", usage_amount=D("2.5"),
+                pricing_unit="GB-Mo", unblended_rate=D("0.1"), unblended_cost=D("0.25"),
+                public_on_demand_rate=D("0.1"), public_on_demand_cost=D("0.25"),
                 resource_tags={"user_experiment_id": "exp-x"}),
         CurLine(usage_start=at(9), usage_end=at(10), resource_id="i-0other", usage_amount=D(1),
-                unblended_cost=D("1.75"), public_on_demand_cost=D("1.75"),
+                unblended_rate=D("1.75"), unblended_cost=D("1.75"),
+                public_on_demand_rate=D("1.75"), public_on_demand_cost=D("1.75"),
                 resource_tags={"attempt-id": "att-aws"}),
     ]  # fmt: skip
 

@@ -31,7 +31,11 @@ FOCUS_COLUMNS = {
     "CommitmentDiscountCategory", "CommitmentDiscountId", "CommitmentDiscountName",
     "CommitmentDiscountStatus", "CommitmentDiscountType", "ContractedUnitPrice", "ListUnitPrice",
     "PricingCategory", "PricingQuantity", "RegionName", "ResourceName", "ResourceType",
-    "ServiceCategory", "SkuPriceId",
+    "ServiceCategory", "SkuPriceId", "BillingAccountType", "CapacityReservationId",
+    "CapacityReservationStatus", "CommitmentDiscountQuantity", "CommitmentDiscountUnit",
+    "PricingCurrency", "PricingCurrencyContractedUnitPrice", "PricingCurrencyEffectiveCost",
+    "PricingCurrencyListUnitPrice", "ServiceSubcategory", "SkuMeter", "SkuPriceDetails",
+    "SubAccountType",
 }  # fmt: skip
 
 
@@ -169,12 +173,15 @@ def test_focus_export_uses_focus_names(published_columns: dict[str, dict[str, st
 
 
 def test_focus_export_keeps_every_line_and_total(published: duckdb.DuckDBPyConnection) -> None:
+    """Every line once, plus a row per unused commitment fee part (BilledCost 0): the billed and
+    effective totals are the lines'."""
     focus = published.execute(
-        'select count(*), sum("BilledCost"), sum("EffectiveCost"), sum("ListCost"), '
-        "count(distinct x_LineId), bool_and(\"ProviderName\" = 'AWS') from normalized.focus"
+        "select count(*) filter (where x_ProviderLineType not like '%:Unused'), "
+        'sum("BilledCost"), sum("EffectiveCost"), count(distinct x_LineId), '
+        "bool_and(\"ProviderName\" = 'AWS') from normalized.focus"
     ).fetchone()
     lines = published.execute(
-        "select count(*), sum(billed_cost), sum(effective_cost), sum(list_cost), count(*), true "
+        "select count(*), sum(billed_cost), sum(effective_cost), count(*), true "
         "from normalized.cost_lines"
     ).fetchone()
     assert focus == lines

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from pipeline.dag.macro import Macro, relation_columns
+from pipeline.dag.service_categories import SERVICE_CATEGORY_MACROS
 
 # A cost line's profile: the text columns with few values in a bill (its provider, account and
 # currency, category, service, usage type, account names, delivery, ...), which
@@ -50,6 +51,15 @@ PROFILE_COLUMNS = (
     "region_name",
     "resource_type",
     "sku_price_id",
+    "billing_account_type",
+    "sub_account_type",
+    "capacity_reservation_id",
+    "capacity_reservation_status",
+    "commitment_discount_unit",
+    "pricing_currency",
+    "service_subcategory",
+    "sku_meter",
+    "sku_price_details",
 )
 
 # The profile columns of a relation, in PROFILE_COLUMNS order, for a select list.
@@ -105,6 +115,8 @@ PROFILE_SOURCES = {
         "reservation_arn",
         "region_name",
         "product_family",
+        "legal_entity",
+        "pricing_currency",
     ),
     "gcp": (
         "billing_account_id",
@@ -188,7 +200,10 @@ def _profile_macros(source: str) -> tuple[Macro, Macro, Macro, Macro]:
     )
 
 
-PROFILE_MACROS = [macro for source in PROFILE_SOURCES for macro in _profile_macros(source)]
+PROFILE_MACROS = [
+    *(macro for source in PROFILE_SOURCES for macro in _profile_macros(source)),
+    *SERVICE_CATEGORY_MACROS,
+]
 
 # A FOCUS row's unit in lower case, its consumed unit before its pricing unit: usage seconds read
 # hours from it (staging.focus_cost_lines), the resource class its kind (focus_line_profiles).

@@ -70,6 +70,22 @@ POOLS = [
 ]
 
 
+# usage.unit -> usage.pricing_unit: how many of the first make one of the second, as the export
+# converts (a month of storage is 730 hours in Google's prices)
+_PRICING_UNITS = {
+    ("seconds", "hour"): 3600,
+    ("byte-seconds", "gibibyte hour"): 3600 * 2**30,
+    ("byte-seconds", "gibibyte month"): 730 * 3600 * 2**30,
+    ("bytes", "gibibyte"): 2**30,
+}
+
+
+def _in_pricing_units(amount: Any, unit: str | None, pricing_unit: str | None) -> Any:
+    """usage.amount_in_pricing_units: the amount in the pricing unit, None without a known one."""
+    per = _PRICING_UNITS.get((unit or "", pricing_unit or ""))
+    return None if per is None or amount is None else amount / per
+
+
 def export_row(row: GcpRow) -> dict[str, Any]:
     """The row as the detailed export holds it (nested records, repeated key/value labels)."""
 
@@ -97,7 +113,7 @@ def export_row(row: GcpRow) -> dict[str, Any]:
         "currency": "USD",
         "currency_conversion_rate": Decimal(1),
         "usage": {"amount": amount, "unit": unit or None,
-                  "amount_in_pricing_units": amount / 3600 if unit == "seconds" else None,
+                  "amount_in_pricing_units": _in_pricing_units(amount, unit, pricing_unit),
                   "pricing_unit": pricing_unit or None},
         "credits": [
             {"name": c.name, "amount": c.amount, "full_name": None, "id": c.name, "type": c.type}

@@ -45,6 +45,11 @@ final as (
         provider_lines.contracted_unit_price,
         provider_lines.contracted_cost,
         provider_lines.resource_name,
+        provider_lines.commitment_discount_quantity,
+        provider_lines.unused_commitment_quantity,
+        provider_lines.pricing_currency_list_unit_price,
+        provider_lines.pricing_currency_contracted_unit_price,
+        provider_lines.pricing_currency_effective_cost,
         -- each source's hash of what its profile is computed from (staging.<provider>_cost_lines)
         provider_lines.profile_key
     from provider_lines

@@ -71,7 +71,21 @@ final as (
         profiles.region_name,
         facts.resource_name,
         profiles.resource_type,
-        profiles.sku_price_id
+        profiles.sku_price_id,
+        profiles.billing_account_type,
+        profiles.sub_account_type,
+        profiles.capacity_reservation_id,
+        profiles.capacity_reservation_status,
+        facts.commitment_discount_quantity,
+        facts.unused_commitment_quantity,
+        profiles.commitment_discount_unit,
+        profiles.pricing_currency,
+        facts.pricing_currency_list_unit_price,
+        facts.pricing_currency_contracted_unit_price,
+        facts.pricing_currency_effective_cost,
+        profiles.service_subcategory,
+        profiles.sku_meter,
+        profiles.sku_price_details
     from facts
     inner join profiles on facts.profile_key = profiles.profile_key
 )

@@ -77,7 +77,12 @@ bases as (
             when 'SavingsPlanNegation' then amortized.effective_cost
             when 'SavingsPlanUpfrontFee' then amortized.effective_cost
             else coalesce(amortized.net_unblended_cost, amortized.unblended_cost)
-        end as net_cost
+        end as net_cost,
+        -- CUR's rates are text, read exactly (to 18 places, rounded to the money type's 10); an
+        -- empty or unreadable rate is no rate
+        money(try_cast(nullif(trim(amortized.public_on_demand_rate), '') as decimal(38, 18))) as public_rate,
+        money(try_cast(nullif(trim(amortized.unblended_rate), '') as decimal(38, 18))) as charged_rate,
+        money(try_cast(nullif(trim(amortized.net_unblended_rate), '') as decimal(38, 18))) as net_rate
     from amortized
 ),
 
@@ -108,14 +113,70 @@ final as (
         bases.resource_tags as tags,
         -- which format's tag-key spelling applies (pipeline/config/tags.py)
         'aws_cur' as source_format,
-        cast(bases.usage_amount as double) as pricing_quantity,
-        -- not yet: pricing_public_on_demand_rate is per pricing unit, which the usage amount is not
-        -- on every line type, so ListCost = ListUnitPrice x PricingQuantity would not hold
-        cast(null as double) as list_unit_price,
-        -- not yet: pricing_public_on_demand_rate is per pricing unit, which the usage amount is not
-        -- on every line type, so ListCost = ListUnitPrice x PricingQuantity would not hold
-        cast(null as double) as contracted_unit_price,
-        money(coalesce(bases.public_on_demand_cost, bases.unblended_cost)) as contracted_cost,
+        exact_decimal(bases.usage_amount) as pricing_quantity,
+        -- FOCUS unit prices, per pricing unit as CUR's rates are (text, parsed exactly): list is
+        -- the public on-demand rate, else the rate charged (fees, usage without a public price);
+        -- a Savings Plan negation only takes back covered usage's charge, at no price of its own
+        money(
+            case
+                when bases.line_item_type = 'SavingsPlanNegation' then 0
+                when bases.line_item_type in ('Usage', 'DiscountedUsage', 'SavingsPlanCoveredUsage')
+                    then coalesce(bases.public_rate, bases.charged_rate)
+                when bases.line_item_type in ('Fee', 'RIFee', 'SavingsPlanRecurringFee', 'SavingsPlanUpfrontFee')
+                    then bases.charged_rate
+            end
+        ) as list_unit_price,
+        -- contracted: the rate charged before commitment discounts, net of negotiated discounts
+        -- when CUR has the net rate; reservation-covered usage is charged 0, so its public rate
+        money(
+            case
+                when bases.line_item_type = 'SavingsPlanNegation' then 0
+                when bases.line_item_type = 'DiscountedUsage' then coalesce(bases.public_rate, bases.charged_rate)
+                when bases.line_item_type in ('Usage', 'SavingsPlanCoveredUsage')
+                    then coalesce(bases.net_rate, bases.charged_rate, bases.public_rate)
+                when bases.line_item_type in ('Fee', 'RIFee', 'SavingsPlanRecurringFee', 'SavingsPlanUpfrontFee')
+                    then bases.charged_rate
+            end
+        ) as contracted_unit_price,
+        -- the cost at that contracted rate; every line without a price (tax, credits, refunds,
+        -- discounts) is its own charge, so its contracted cost is what it bills
+        money(case
+            when bases.line_item_type = 'SavingsPlanNegation' then 0
+            when bases.line_item_type = 'DiscountedUsage'
+                then coalesce(bases.public_on_demand_cost, bases.unblended_cost)
+            when bases.line_item_type in ('Usage', 'SavingsPlanCoveredUsage') and bases.net_rate is not null
+                then coalesce(bases.net_unblended_cost, bases.unblended_cost)
+            when
+                bases.line_item_type in ('Usage', 'SavingsPlanCoveredUsage')
+                and bases.charged_rate is null
+                and bases.public_rate is not null
+                then coalesce(bases.public_on_demand_cost, bases.unblended_cost)
+            else bases.unblended_cost
+        end) as contracted_cost,
+        -- FOCUS CommitmentDiscountQuantity: Savings Plans in the billing currency (the spend
+        -- covered, or the commitment of the fee's hour), reservations in hours
+        case
+            when bases.line_item_type = 'SavingsPlanCoveredUsage'
+                then coalesce(bases.savings_plan_effective_cost, 0)
+            when bases.line_item_type = 'SavingsPlanNegation' then 0
+            when bases.line_item_type = 'SavingsPlanRecurringFee'
+                then coalesce(bases.savings_plan_total_commitment_to_date, 0)
+            when bases.line_item_type = 'SavingsPlanUpfrontFee' then bases.unblended_cost
+            when
+                bases.line_item_type in ('DiscountedUsage', 'RIFee')
+                or (bases.line_item_type = 'Fee' and coalesce(bases.reservation_arn, '') <> '')
+                then exact_decimal(bases.usage_amount)
+        end as commitment_discount_quantity,
+        -- what a commitment fee's hour or month left unused, for its own FOCUS row (normalized.focus): a
+        -- Savings Plan's unused commitment in the billing currency, a reservation's unused hours
+        case
+            when bases.line_item_type = 'SavingsPlanRecurringFee' then bases.effective_cost
+            when bases.line_item_type = 'RIFee' then coalesce(bases.reservation_unused_quantity, 0)
+        end as unused_commitment_quantity,
+        -- CUR's prices are in the billing currency: normalized.focus repeats them for PricingCurrency
+        money(null) as pricing_currency_list_unit_price,
+        money(null) as pricing_currency_contracted_unit_price,
+        money(null) as pricing_currency_effective_cost,
         cast(null as varchar) as resource_name,
         aws_profile_key(bases) as profile_key
     from bases

@@ -37,12 +37,15 @@ renamed as (
         source.product_sku as sku_id,
         source.pricing_unit,
         source.bill_invoicing_entity as invoicing_entity,
+        source.line_item_legal_entity as legal_entity,
+        source.pricing_currency,
         source.pricing_term,
         source.product['region'] as region_name,
         source.product_product_family as product_family,
         source.savings_plan_savings_plan_a_r_n as savings_plan_arn,
         source.pricing_public_on_demand_rate as public_on_demand_rate,
         source.line_item_unblended_rate as unblended_rate,
+        source.line_item_net_unblended_rate as net_unblended_rate,
         source.line_item_currency_code as currency_code,
         source.line_item_usage_amount as usage_amount,
         source.resource_tags,
@@ -68,7 +71,8 @@ renamed as (
         exact_decimal(source.reservation_unused_recurring_fee)
             as reservation_unused_recurring_fee,
         exact_decimal(source.reservation_net_unused_recurring_fee)
-            as reservation_net_unused_recurring_fee
+            as reservation_net_unused_recurring_fee,
+        exact_decimal(source.reservation_unused_quantity) as reservation_unused_quantity
     from source
 ),
 

@@ -89,10 +89,12 @@ final as (
         'aws_cur' as source_format,
         -- FOCUS 1.2 columns the normalized.focus view passes through (docs/focus.md#normalizedfocus)
         'AWS' as provider_name,
-        'Amazon Web Services, Inc.' as publisher_name,
+        -- the seller of record: a Marketplace vendor (Red Hat, ...) on its lines, else an AWS entity
+        coalesce(nullif(sources.legal_entity, ''), 'Amazon Web Services, Inc.') as publisher_name,
         coalesce(nullif(sources.invoicing_entity, ''), nullif(sources.billing_entity, ''), 'Amazon Web Services, Inc.')
             as invoice_issuer_name,
-        cast(null as varchar) as service_category,
+        -- the product code's FOCUS category (pipeline/dag/service_categories.py)
+        aws_service_category(sources.product_code) as service_category,
         case
             when sources.line_item_type in ('Usage', 'DiscountedUsage', 'SavingsPlanCoveredUsage') then 'Usage-Based'
             when sources.line_item_type in ('RIFee', 'SavingsPlanRecurringFee') then 'Recurring'
@@ -121,7 +123,21 @@ final as (
         end as commitment_discount_type,
         nullif(sources.region_name, '') as region_name,
         nullif(sources.product_family, '') as resource_type,
-        cast(null as varchar) as sku_price_id
+        cast(null as varchar) as sku_price_id,
+        case when nullif(sources.payer_account_id, '') is not null then 'Payer Account' end as billing_account_type,
+        case when nullif(sources.usage_account_id, '') is not null then 'Usage Account' end as sub_account_type,
+        cast(null as varchar) as capacity_reservation_id,
+        cast(null as varchar) as capacity_reservation_status,
+        -- the unit of CommitmentDiscountQuantity (staging.aws_cost_lines)
+        case
+            when coalesce(sources.savings_plan_arn, '') <> '' then sources.currency_code
+            when coalesce(sources.reservation_arn, '') <> '' then 'Hours'
+        end as commitment_discount_unit,
+        coalesce(nullif(sources.pricing_currency, ''), sources.currency_code) as pricing_currency,
+        aws_service_subcategory(sources.product_code) as service_subcategory,
+        -- what AWS meters the SKU by
+        case when nullif(sources.sku_id, '') is not null then nullif(sources.usage_type, '') end as sku_meter,
+        cast(null as varchar) as sku_price_details
     from sources
 )
 

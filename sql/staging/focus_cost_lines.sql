@@ -67,10 +67,16 @@ final as (
         coalesce(tag_maps.tags, cast(map() as map(varchar, varchar))) as tags,  -- noqa: LT01
         -- which format's tag-key spelling applies (pipeline/config/tags.py)
         'focus' as source_format,
-        cast(classified.pricing_quantity as double) as pricing_quantity,
-        cast(classified.list_unit_price as double) as list_unit_price,
-        cast(classified.contracted_unit_price as double) as contracted_unit_price,
+        classified.pricing_quantity,
+        classified.list_unit_price,
+        classified.contracted_unit_price,
         classified.contracted_cost,
+        classified.commitment_discount_quantity,
+        -- a FOCUS file delivers an unused commitment as a row of its own
+        money(null) as unused_commitment_quantity,
+        classified.pricing_currency_list_unit_price,
+        classified.pricing_currency_contracted_unit_price,
+        classified.pricing_currency_effective_cost,
         classified.resource_name,
         focus_profile_key(classified) as profile_key  -- noqa: RF02
     from classified

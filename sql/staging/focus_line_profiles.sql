@@ -109,7 +109,16 @@ final as (
         classified.commitment_discount_type,
         classified.region_name,
         classified.resource_type,
-        classified.sku_price_id
+        classified.sku_price_id,
+        classified.billing_account_type,
+        classified.sub_account_type,
+        classified.capacity_reservation_id,
+        classified.capacity_reservation_status,
+        classified.commitment_discount_unit,
+        classified.pricing_currency,
+        classified.service_subcategory,
+        classified.sku_meter,
+        classified.sku_price_details
     from classified
 )
 

@@ -23,7 +23,8 @@ bases as (
         -- cost_at_list is missing from tables created before 2023-06-29 and on some
         -- tax and adjustment rows: list cost is then the cost itself
         coalesce(gcp_line_items.cost_at_list, gcp_line_items.cost) as list_cost,
-        gcp_line_items.cost + gcp_line_items.credits_total as net_cost
+        gcp_line_items.cost + gcp_line_items.credits_total as net_cost,
+        gcp_line_items.usage_amount_in_pricing_units as pricing_quantity
     from gcp_line_items
 ),
 
@@ -116,10 +117,29 @@ final as (
         label_sets.attribution_tags as tags,
         -- which format's tag-key spelling applies (pipeline/config/tags.py)
         'gcp_billing_export' as source_format,
-        cast(bases.usage_amount_in_pricing_units as double) as pricing_quantity,
-        cast(null as double) as list_unit_price,
-        cast(null as double) as contracted_unit_price,
-        money(bases.list_cost) as contracted_cost,
+        bases.pricing_quantity,
+        -- the export has no unit prices: each is its cost per pricing unit (list: cost at list;
+        -- contracted: cost, the negotiated price before credits), rounded to 10 places; a row of
+        -- no quantity has a price only when it costs nothing
+        case
+            when bases.pricing_quantity <> 0
+                then money(cast(bases.list_cost as double) / cast(bases.pricing_quantity as double))
+            when bases.list_cost = 0 then money(0)
+        end as list_unit_price,
+        case
+            when bases.pricing_quantity <> 0
+                then money(cast(bases.cost as double) / cast(bases.pricing_quantity as double))
+            when bases.cost = 0 then money(0)
+        end as contracted_unit_price,
+        -- contracted cost: cost is at the account's negotiated price, before every credit
+        bases.cost as contracted_cost,
+        -- the export names no commitment on its rows
+        money(null) as commitment_discount_quantity,
+        money(null) as unused_commitment_quantity,
+        -- costs are in the billing currency: normalized.focus repeats them for PricingCurrency
+        money(null) as pricing_currency_list_unit_price,
+        money(null) as pricing_currency_contracted_unit_price,
+        money(null) as pricing_currency_effective_cost,
         bases.resource_name,
         gcp_profile_key(bases) as profile_key  -- noqa: RF02
     from bases

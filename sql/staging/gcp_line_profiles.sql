@@ -104,7 +104,8 @@ final as (
         'Google Cloud' as provider_name,
         coalesce(nullif(classified.seller_name, ''), 'Google Cloud') as publisher_name,
         'Google Cloud' as invoice_issuer_name,
-        cast(null as varchar) as service_category,
+        -- the service's FOCUS category (pipeline/dag/service_categories.py)
+        gcp_service_category(classified.service_description) as service_category,
         case when classified.cost_type = 'regular' then 'Usage-Based' else 'One-Time' end as charge_frequency,
         case
             when classified.cost_type = 'tax' then cast(null as varchar)
@@ -119,7 +120,17 @@ final as (
         cast(null as varchar) as commitment_discount_type,
         cast(null as varchar) as region_name,
         cast(null as varchar) as resource_type,
-        cast(null as varchar) as sku_price_id
+        cast(null as varchar) as sku_price_id,
+        case when classified.billing_account_id is not null then 'Billing Account' end as billing_account_type,
+        case when classified.project_id is not null then 'Project' end as sub_account_type,
+        cast(null as varchar) as capacity_reservation_id,
+        cast(null as varchar) as capacity_reservation_status,
+        cast(null as varchar) as commitment_discount_unit,
+        -- costs, and so the unit prices derived from them, are in the billing currency
+        classified.currency as pricing_currency,
+        gcp_service_subcategory(classified.service_description) as service_subcategory,
+        case when classified.sku_id is not null then classified.sku_description end as sku_meter,
+        cast(null as varchar) as sku_price_details
     from classified
 )
 

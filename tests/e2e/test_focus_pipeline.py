@@ -154,13 +154,43 @@ def test_a_bad_focus_file_publishes_nothing(tmp_path: Path) -> None:
     assert list((tmp_path / "warehouse").rglob("delivery.json")) == []
 
 
+def test_charge_frequency_is_published_in_the_specs_spelling(tmp_path: Path) -> None:
+    """chargefrequency.md: a file's own spelling (`Usage-based`, `recurring`) is published as
+    one of the spec's values, `One-Time`, `Recurring` or `Usage-Based`."""
+    config = write_focus_world(tmp_path)
+    spelled = [
+        row("AWS", 10, ChargeFrequency="Usage-based"),
+        row("AWS", 10, ChargeCategory="Purchase", ChargeFrequency="recurring"),
+        row("AWS", 10, ChargeCategory="Tax", ChargeFrequency=" one-time "),
+    ]
+    write_mixed_csv(tmp_path / "focus" / "mixed" / "focus_2026.csv", spelled)
+    con = open_database(run_pipeline(load_config(config)).database)
+    published = con.execute(
+        "select ChargeCategory, ChargeFrequency from normalized.focus "
+        "where ProviderName = 'AWS' order by all"
+    ).fetchall()
+    con.close()
+    assert published == [
+        ("Purchase", "Recurring"),
+        ("Tax", "One-Time"),
+        ("Usage", "Usage-Based"),
+    ]
+
+
 def test_normalized_focus_round_trips_as_a_focus_source(tmp_path: Path) -> None:
     aws = run_pipeline(load_config(scenario.write_scenario(tmp_path / "aws")))
     exported = tmp_path / "export" / "normalized_focus.csv"
     exported.parent.mkdir()
     con = open_database(aws.database)
     con.execute(f"copy (select * from normalized.focus) to '{exported}' (header)")
-    before = con.execute(TOTALS).fetchall()
+    # what the export says in FOCUS terms (its ListCost is FOCUS's, an unused commitment a row)
+    before = con.execute(
+        "select lines.provider, lines.billing_account_id, lines.billing_period, "
+        "lines.billing_currency, sum(focus.BilledCost), sum(focus.EffectiveCost), "
+        "sum(focus.ListCost), count(*) from normalized.focus as focus "
+        "join normalized.cost_lines as lines on focus.x_LineId = lines.line_id "
+        "group by all order by all"
+    ).fetchall()
     tagged_before = con.execute(
         "select attempt_tag, sum(billed_cost) from normalized.cost_lines group by 1 order by 1"
     ).fetchall()

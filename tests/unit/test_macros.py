@@ -644,7 +644,7 @@ def test_the_money_type_and_the_bases_are_written_once() -> None:
         "marts/tag_coverage.sql": 2,  # the tagged share of the cost, a ratio
         "staging/aws_cost_lines.sql": 1,  # map(varchar, decimal(38, 10)): a type, not a cast
         "staging/focus_cost_lines.sql": 1,
-        "staging/focus_line_items.sql": 2,  # consumed and pricing quantities
+        "staging/focus_line_items.sql": 3,  # consumed, pricing and commitment quantities
     }
     by_hand = re.compile(
         r"\b(\w+)\.billed_cost\b[^\n]*\n\s*\1\.effective_cost\b[^\n]*\n"
