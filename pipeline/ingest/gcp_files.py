@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from pipeline.common.duck import connect
@@ -198,23 +199,25 @@ def _split_by_day(table: pa.Table, path: Path) -> list[tuple[str, pa.Table]]:
     present = [name for name in PARTITION_COLUMNS if name in table.column_names]
     if present:
         values = table.column(present[0]).to_pylist()
-        days = [_day(value, f"{path}: {present[0]}") for value in values]
+        days = pa.array([_day(value, f"{path}: {present[0]}") for value in values], pa.string())
     elif "export_time" in table.column_names:
-        days = [value.astimezone(UTC).date().isoformat() if value else None
-                for value in table.column("export_time").to_pylist()]  # fmt: skip
+        # the UTC day of each export_time, computed over the column (a row at a time in Python
+        # cost 13 CPU s per 1M rows)
+        exported = pc.cast(table.column("export_time"), pa.timestamp("us", tz="UTC"))
+        days = pc.strftime(exported, format="%Y-%m-%d")
     else:
         raise InputError(
             f"{path}: the column export_time is missing, and there is no partition_date column; "
             "one of them says which partition day a row belongs to"
         )
-    for row, day in enumerate(days, start=1):
-        if day is None:
-            raise InputError(f"{path}: row {row}: no partition day (export_time is empty)")
+    if days.null_count:
+        row = pc.index(pc.is_null(days), True).as_py() + 1
+        raise InputError(f"{path}: row {row}: no partition day (export_time is empty)")
     data = table.drop_columns(present)
-    groups: dict[str, list[int]] = defaultdict(list)
-    for index, day in enumerate(days):
-        groups[day].append(index)
-    return [(day, data.take(pa.array(rows))) for day, rows in sorted(groups.items())]
+    return [
+        (day, data.filter(pc.equal(days, day)))  # a filter keeps the file's row order
+        for day in sorted(pc.unique(days).to_pylist())
+    ]
 
 
 def _day(value: Any, where: str) -> str:
