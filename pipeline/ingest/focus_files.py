@@ -50,7 +50,7 @@ def ingest_focus_files(config: Config, allow_shrink: Iterable[str] = ()) -> list
         return []
     store = RawStore(config.warehouse / "raw", PROVIDER)
     staging = config.warehouse / _STAGING / f"focus-{secrets.token_hex(4)}"
-    # the files are read whole into DuckDB: within memory_limit, spilling beside the staging
+    # DuckDB reads and types the files within memory_limit, spilling beside the staging
     staging.mkdir(parents=True)
     con = connect(settings=config.duckdb_limits(staging / ".spill"))
     try:

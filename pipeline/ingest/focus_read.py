@@ -18,7 +18,13 @@ from pipeline.common.duck import identifier, literal
 from pipeline.common.errors import InputError
 from pipeline.ingest import value_rules
 from pipeline.ingest.precision import note_rounding
-from pipeline.ingest.unreadable import GZIP_ERRORS, check_gzip, damaged, reading
+from pipeline.ingest.unreadable import (
+    GZIP_ERRORS,
+    check_gzip,
+    damaged,
+    is_the_machine,
+    reading,
+)
 from pipeline.ingest.utf8 import check_utf8
 from schemas import focus
 
@@ -180,6 +186,8 @@ def _load_text(con: duckdb.DuckDBPyConnection, path: Path, text_file: Path) -> l
                 )
                 line += batch.num_rows
     except (pa.ArrowInvalid, OSError) as error:
+        if is_the_machine(error):  # writing the scratch file: a full disk is not the CSV's
+            raise
         if path.name.lower().endswith(".gz"):
             check_gzip(path, str(path), WHOLE_COPY)
         check_utf8(path, path.name.lower().endswith(".gz"), str(path), _UTF8)

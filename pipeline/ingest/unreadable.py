@@ -20,7 +20,7 @@ GZIP_ERRORS = (EOFError, zlib.error, gzip.BadGzipFile)
 _CHUNK = 1 << 20
 
 
-def _is_the_machine(error: BaseException) -> bool:
+def is_the_machine(error: BaseException) -> bool:
     """Errors of the machine, not of the file's content: memory, a stop, a full disk, and an
     OSError with an errno (Arrow's and gzip's decoding errors have none)."""
     if isinstance(error, duckdb.OutOfMemoryException | duckdb.InterruptException):
@@ -50,7 +50,7 @@ def reading(where: str, fix: str, afresh: str = AFRESH) -> Iterator[None]:
     except RuncostError:
         raise
     except (duckdb.Error, pa.ArrowException, OSError, *GZIP_ERRORS) as error:
-        if _is_the_machine(error):
+        if is_the_machine(error):
             raise
         raise damaged(where, error, fix, afresh) from error
 

@@ -349,3 +349,20 @@ def test_a_large_parquet_file_is_stored_in_its_row_order_within_memory_limit(
         assert lines == sorted(lines) and len(lines) == (
             100_000 if item.billing_period == "2026-09" else 200_000
         )
+
+
+def test_a_full_disk_while_a_csv_is_streamed_is_not_blamed_on_the_csv(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import errno
+
+    write_mixed_csv(tmp_path / "focus" / "sample.csv")
+
+    def full(*_args: object, **_kwargs: object) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(pq.ParquetWriter, "write_batch", full)
+    with pytest.raises(OSError) as error:
+        ingest_focus_files(config(tmp_path, "focus/sample.csv"))
+    assert not isinstance(error.value, InputError) and error.value.errno == errno.ENOSPC
+    assert_nothing_stored(tmp_path)
