@@ -28,9 +28,9 @@ from pathlib import Path
 import duckdb
 
 from bench.scale_sql import EXPORT_DIR
+from bench.source_config import ATTEMPT_KEY, source_config_text
 
 FORMATS = ("parquet", "csv")
-ATTEMPT_KEY, EXPERIMENT_KEY = "attempt-id", "experiment-id"
 MONEY = "decimal(38, 10)"
 _TYPE = "line_item_line_item_type"
 _UNBLENDED = f"line_item_unblended_cost::{MONEY}"
@@ -210,25 +210,11 @@ def focus_config_text(
     warehouse: Path, files: Path, telemetry: Path, memory_limit: str | None = None
 ) -> str:
     """A runcost.toml reading the FOCUS files, the world's telemetry, the world's EKS pool."""
-    limit = f'memory_limit = "{memory_limit}"\n' if memory_limit else ""
-    return f"""\
-# Written by bench.focus_world: the generated world's bill as FOCUS files.
-[warehouse]
-path = "{warehouse}"
-{limit}
-[focus]
-files = [{{ path = "{files}", name = "bench" }}]
-
-[telemetry]
-path = "{telemetry}"
-
-[attribution]
-attempt_tag_keys = ["{ATTEMPT_KEY}"]
-experiment_tag_keys = ["{EXPERIMENT_KEY}"]
-
-[[pools]]
-name = "eks-control-plane"
-selector = "service_name = 'AmazonEKS'"
-driver = "gpu_seconds"
-spread = "charge_period"
-"""
+    return source_config_text(
+        writer="bench.focus_world: the generated world's bill as FOCUS files",
+        warehouse=warehouse,
+        bill=f'[focus]\nfiles = [{{ path = "{files}", name = "bench" }}]\n',
+        telemetry=telemetry,
+        pool=("eks-control-plane", "AmazonEKS"),
+        memory_limit=memory_limit,
+    )

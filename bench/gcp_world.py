@@ -26,9 +26,9 @@ from pathlib import Path
 import duckdb
 
 from bench.scale_sql import EXPORT_DIR
+from bench.source_config import ATTEMPT_KEY, source_config_text
 
 FORMATS = ("ndjson", "parquet")
-ATTEMPT_KEY, EXPERIMENT_KEY = "attempt-id", "experiment-id"
 ACCOUNT = "01BE4C-000000-00000A"
 _TYPE = "line_item_line_item_type"
 # CUR usage type (LIKE pattern) -> (service, SKU description), first match wins
@@ -232,25 +232,11 @@ def gcp_config_text(
     warehouse: Path, files: Path, telemetry: Path, memory_limit: str | None = None
 ) -> str:
     """A runcost.toml reading the export files, the world's telemetry, the world's GKE pool."""
-    limit = f'memory_limit = "{memory_limit}"\n' if memory_limit else ""
-    return f"""\
-# Written by bench.gcp_world: the generated world's bill as a Google Cloud billing export.
-[warehouse]
-path = "{warehouse}"
-{limit}
-[gcp]
-files = ["{files}"]
-
-[telemetry]
-path = "{telemetry}"
-
-[attribution]
-attempt_tag_keys = ["{ATTEMPT_KEY}"]
-experiment_tag_keys = ["{EXPERIMENT_KEY}"]
-
-[[pools]]
-name = "gke-control-plane"
-selector = "service_name = 'Kubernetes Engine'"
-driver = "gpu_seconds"
-spread = "charge_period"
-"""
+    return source_config_text(
+        writer="bench.gcp_world: the generated world's bill as a Google Cloud billing export",
+        warehouse=warehouse,
+        bill=f'[gcp]\nfiles = ["{files}"]\n',
+        telemetry=telemetry,
+        pool=("gke-control-plane", "Kubernetes Engine"),
+        memory_limit=memory_limit,
+    )
