@@ -26,7 +26,7 @@ from pathlib import Path
 import duckdb
 
 from bench.scale_sql import EXPORT_DIR
-from bench.source_config import ATTEMPT_KEY, source_config_text
+from bench.source_config import ATTEMPT_KEY, expected_bill, source_config_text
 
 FORMATS = ("ndjson", "parquet")
 ACCOUNT = "01BE4C-000000-00000A"
@@ -216,16 +216,11 @@ def _expected(con: duckdb.DuckDBPyConnection, sql: str, cur_expected: dict) -> d
             coalesce(sum(cost) filter (where tagged), 0)
         from rows"""
     ).fetchall()[0]
-    kept = ("spec", "billing_period", "attempts", "attempt_resources")
-    return {name: cur_expected[name] for name in kept} | {
-        "cost_lines": row[0],
-        "billed_cost": str(row[1]),
-        "effective_cost": str(row[2]),
-        "list_cost": str(row[3]),
-        "net_cost": str(row[4]),
-        "tagged_lines": row[5],
-        "tagged_billed_cost": str(row[6]),
-    }
+    names = (
+        "cost_lines", "billed_cost", "effective_cost", "list_cost", "net_cost", "tagged_lines",
+        "tagged_billed_cost",
+    )  # fmt: skip
+    return expected_bill(cur_expected, names, row)
 
 
 def gcp_config_text(

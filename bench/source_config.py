@@ -1,11 +1,26 @@
-"""The runcost.toml of a world whose bill is not a CUR: its bill section, the world's telemetry,
-the tag keys as written on resources, and the control-plane pool of the world's cluster."""
+"""A world whose bill is not a CUR: its runcost.toml (its bill section, the world's telemetry,
+the tag keys as written on resources, the control-plane pool of the world's cluster) and its
+expected.json (the bill's own totals beside the CUR world's telemetry counts)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 ATTEMPT_KEY, EXPERIMENT_KEY = "attempt-id", "experiment-id"
+# what the CUR world's expected.json says of the world itself, whatever the bill's format
+KEPT = ("spec", "billing_period", "attempts", "attempt_resources")
+# the totals a bill's expected.json holds, in the order a world's query returns them
+COUNTS = ("cost_lines", "tagged_lines")
+
+
+def expected_bill(cur_expected: dict, names: tuple[str, ...], row: tuple) -> dict:
+    """expected.json of a world: ``row`` (the bill's totals, named by ``names``; amounts as
+    exact decimal text) beside the CUR world's spec and telemetry counts."""
+    totals = {
+        name: value if name in COUNTS else str(value)
+        for name, value in zip(names, row, strict=True)
+    }
+    return {name: cur_expected[name] for name in KEPT} | totals
 
 
 def source_config_text(
