@@ -14,6 +14,7 @@ import re
 from pipeline.common.errors import ModelError
 from pipeline.common.money import MONEY_SQL
 from pipeline.dag.basis_macros import BASES, BASIS_MACROS
+from pipeline.dag.focus_macros import FOCUS_MACROS
 from pipeline.dag.key_macros import KEY_MACROS
 from pipeline.dag.macro import Macro
 from pipeline.dag.partitions import PARTITION, PARTITIONS
@@ -278,6 +279,7 @@ MACROS = {
         RESOURCE_FINDING_TOTALS,
         *BASIS_MACROS,
         *KEY_MACROS,
+        *FOCUS_MACROS,
     )
 }
 _CALL = re.compile(r"\b(" + "|".join(MACROS) + r")\s*\(", re.IGNORECASE)

@@ -1,0 +1,151 @@
+"""The cost columns of a FOCUS charge split into its line's allocation slices, written once
+(marts.focus_allocated and its check; expanded by pipeline.dag.macros)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from pipeline.common.money import MONEY_SQL
+from pipeline.dag.basis_macros import BASES
+from pipeline.dag.macro import Macro
+
+# Each FOCUS cost column normalized.focus publishes, the name its slice amount takes, and the order
+# in which runcost's bases are tried for it: a FOCUS amount is one of its line's four bases (or 0)
+# on almost every row, and the line's slices in that basis sum to it exactly (checks.
+# slices_sum_to_line), so each slice takes its own amount in that basis. Where two bases are
+# equal on the line the first named wins (BilledCost is the billed cost before the net cost).
+FOCUS_COSTS = (
+    ("BilledCost", "billed", ("billed", "net", "effective", "list")),
+    ("EffectiveCost", "effective", ("effective", "net", "billed", "list")),
+    ("ListCost", "list", ("list", "billed", "effective", "net")),
+    ("ContractedCost", "contracted", ("billed", "net", "list", "effective")),
+    ("PricingCurrencyEffectiveCost", "pricing_effective", ("effective", "net", "billed", "list")),
+)
+assert all(sorted(order) == sorted(BASES) for _, _, order in FOCUS_COSTS)
+
+
+def _each(column: Callable[[str, str, tuple[str, ...]], str]) -> str:
+    return ", ".join(column(focus, name, order) for focus, name, order in FOCUS_COSTS)
+
+
+def _source(focus: str, name: str, order: tuple[str, ...]) -> str:
+    matches = " ".join(
+        f"when {{relation}}.{focus} = {{relation}}.line_{basis}_cost then '{basis}'"
+        for basis in order
+    )
+    return (
+        f"case when {{relation}}.{focus} is null then 'null' "
+        f"when {{relation}}.{focus} = 0 then 'zero' {matches} else 'other' end as {name}_from"
+    )
+
+
+# Where each FOCUS cost column of an origin row comes from: 'null', 'zero', the basis of its line
+# (line_<basis>_cost, as line_bases names them) it equals, or 'other' (a delivered ContractedCost,
+# a price in another currency), named <name>_from.
+FOCUS_COST_SOURCES = Macro(
+    "focus_cost_sources", ("relation",), _each(_source), relations=("relation",)
+)
+
+# An origin row has a cost column no basis of its line equals: its slices take it by their ratio of
+# the line, and one slice takes the rounding remainder.
+FOCUS_COSTS_UNMATCHED = Macro(
+    "focus_costs_unmatched",
+    ("relation",),
+    "(" + " or ".join(f"{{relation}}.{name}_from = 'other'" for _, name, _ in FOCUS_COSTS) + ")",
+    relations=("relation",),
+)
+
+
+def _slice(focus: str, name: str, order: tuple[str, ...]) -> str:
+    bases = " ".join(f"when '{basis}' then {{relation}}.{basis}_cost" for basis in BASES)
+    return (
+        f"case {{relation}}.{name}_from when 'null' then cast(null as {MONEY_SQL}) "
+        f"when 'zero' then cast(0 as {MONEY_SQL}) {bases} "
+        f"else cast({{relation}}.{focus} * {{relation}}.line_ratio as {MONEY_SQL}) end "
+        f"as allocated_{name}"
+    )
+
+
+# Each slice's amount of each FOCUS cost column of its origin row: its own amount in the basis the
+# column equals, else the column times the slice's ratio of its line (line_ratio), rounded: the
+# part before the remainder is placed (focus_costs_with_rest). Named allocated_<name>.
+FOCUS_SLICE_COSTS = Macro(
+    "focus_slice_costs", ("relation",), _each(_slice), relations=("relation",)
+)
+
+# What the slices of one origin row add up to in each cost column (<name>_parts), beside each
+# slice: a window on the origin row and the allocation model.
+FOCUS_SLICE_TOTALS = Macro(
+    "focus_slice_totals",
+    ("relation",),
+    _each(
+        lambda _, name, __: (
+            f"sum({{relation}}.allocated_{name}) over (partition by {{relation}}.allocation_model, "
+            f"{{relation}}.x_LineId, {{relation}}.x_ProviderLineType) as {name}_parts"
+        )
+    ),
+    relations=("relation",),
+)
+
+# Each cost column of an origin row with an unmatched column: the matched columns as they are, an
+# unmatched one with the rounding remainder on the slice that takes it (first_slice_takes_rest).
+FOCUS_COSTS_WITH_REST = Macro(
+    "focus_costs_with_rest",
+    ("takes_rest", "relation"),
+    _each(
+        lambda focus, name, _: (
+            f"case when {{relation}}.{name}_from = 'other' then first_slice_takes_rest("
+            f"{{takes_rest}}, {{relation}}.{focus}, {{relation}}.{name}_parts, "
+            f"{{relation}}.allocated_{name}) else {{relation}}.allocated_{name} end "
+            f"as allocated_{name}"
+        )
+    ),
+    relations=("relation",),
+)
+
+# The slices' amounts under the FOCUS names, for a select list.
+FOCUS_ALLOCATED_COSTS = Macro(
+    "focus_allocated_costs",
+    ("relation",),
+    _each(lambda focus, name, _: f"{{relation}}.allocated_{name} as {focus}"),
+    relations=("relation",),
+)
+
+# The FOCUS cost columns of a relation, each weighted by its origin row (1 to 1021 from the row's
+# line and line type) and summed, named <name>_checksum: the same sums over normalized.focus and
+# marts.focus_allocated per model and period (checks.focus_allocated_sums_to_origin).
+_ORIGIN_WEIGHT = (
+    "cast(1 + abs(hash({relation}.x_LineId, {relation}.x_ProviderLineType) % 1021) as integer)"
+)
+FOCUS_CHECKSUMS = Macro(
+    "focus_checksums",
+    ("relation",),
+    _each(
+        lambda focus, name, _: f"sum({{relation}}.{focus} * {_ORIGIN_WEIGHT}) as {name}_checksum"
+    ),
+    relations=("relation",),
+)
+
+# Two relations' FOCUS checksums differ in any cost column (a NULL against a value differs).
+FOCUS_CHECKSUMS_DIFFER = Macro(
+    "focus_checksums_differ",
+    ("left", "right"),
+    "("
+    + " or ".join(
+        f"{{left}}.{name}_checksum is distinct from {{right}}.{name}_checksum"
+        for _, name, _ in FOCUS_COSTS
+    )
+    + ")",
+    relations=("left", "right"),
+)
+
+FOCUS_MACROS = (
+    FOCUS_COST_SOURCES,
+    FOCUS_COSTS_UNMATCHED,
+    FOCUS_SLICE_COSTS,
+    FOCUS_SLICE_TOTALS,
+    FOCUS_COSTS_WITH_REST,
+    FOCUS_ALLOCATED_COSTS,
+    FOCUS_CHECKSUMS,
+    FOCUS_CHECKSUMS_DIFFER,
+)
