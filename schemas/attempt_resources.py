@@ -26,6 +26,9 @@ class AttemptResources(pa.DataFrameModel):
     # cpu_memory_requested pool driver weighs attempts by them
     vcpu_count: pl.Float64 = pa.Field(nullable=True, ge=0)
     memory_gib: pl.Float64 = pa.Field(nullable=True, ge=0)
+    # the Kubernetes pod the resource was held through, as namespace/name: the labels a DCGM
+    # exporter puts on the GPU series of the pod (the Prometheus source's by = "pod")
+    pod: pl.String = pa.Field(nullable=True)
 
     class Config:
         strict = True

@@ -34,6 +34,7 @@ TELEMETRY_SOURCE_KINDS = (
     "sagemaker",
     "checkpoint_log",
     "canonical",
+    "prometheus",
 )
 _MEMORY = re.compile(r"\d+(\.\d+)?\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)", re.IGNORECASE)
 

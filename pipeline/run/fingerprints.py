@@ -49,6 +49,7 @@ TIMES = {
     "attempts": ("started_at", "ended_at"),
     "attempt_resources": ("started_at", "ended_at"),
     "attempt_events": ("event_at", "event_at"),
+    "gpu_usage": ("started_at", "ended_at"),
 }
 
 

@@ -19,7 +19,7 @@ from pipeline.warehouse.undecodable import name_undecodable
 from pipeline.warehouse.views import layout_path
 from schemas import aws_cur2, focus, gcp_billing
 
-TELEMETRY_TABLES = ("attempts", "attempt_resources", "attempt_events", "experiments")
+TELEMETRY_TABLES = ("attempts", "attempt_resources", "attempt_events", "experiments", "gpu_usage")
 ROW_GROUP_ROWS = 122_880  # DuckDB's own row group size
 
 
@@ -43,7 +43,11 @@ def register_sources(
     register_focus(con, [item for item in deliveries if item.provider == "focus"])
     written: dict[str, Path] = {}
     for name in TELEMETRY_TABLES:
-        table = telemetry[name]
+        table = telemetry.get(name)
+        if table is None:  # gpu_usage, when no prometheus source measured the attempts
+            from pipeline.telemetry.canonical import empty_table
+
+            table = empty_table(name)
         if published is not None:
             path = published / layout_path(f"telemetry.{name}", partitioned=False)
             write_telemetry(table, path)

@@ -139,6 +139,7 @@ def telemetry(config: Config, events: Events, clock: datetime) -> dict[str, pa.T
         tables = load_telemetry(config.telemetry, now=clock)
     else:
         tables = read_sources(config, now=clock)
+    tables.setdefault("gpu_usage", empty_table("gpu_usage"))  # measured by a prometheus source
     if config.telemetry_keep_published:
         # a re-delivered file names the attempts it updates; the ones it leaves out stay
         tables = keep_published(config.warehouse, tables)

@@ -33,7 +33,11 @@ REGISTRY: dict[str, str] = {
     "sagemaker": "pipeline.telemetry.sagemaker:read",
     "checkpoint_log": "pipeline.telemetry.checkpoint_log:read",
     "canonical": "pipeline.telemetry.adapters:read_canonical",
+    # measures the attempts the others report (gpu_usage), so it is read after them
+    "prometheus": "pipeline.telemetry.prometheus:read",
 }
+# kinds that derive a table from the merged telemetry instead of reporting attempts
+MEASURING = ("prometheus",)
 # A raw status no adapter knows becomes this, with the raw value in tags["raw_status"].
 UNKNOWN_STATUS = "unknown"
 
@@ -229,7 +233,8 @@ class Outcome:
 
 
 def read_sources(config: Any, now: dt.datetime | None = None) -> dict[str, pa.Table]:
-    """The canonical files of telemetry.path (if set) and every configured source, merged.
+    """The canonical files of telemetry.path (if set) and every configured source, merged, with
+    gpu_usage: what the measuring sources (prometheus) measured of the merged attempts.
 
     `config` is a pipeline.config.loader.Config; sources are read in config order after the files.
     ``now``: the run's clock, which no time may run past by more than a day (default: now).
@@ -237,6 +242,7 @@ def read_sources(config: Any, now: dt.datetime | None = None) -> dict[str, pa.Ta
     """
     batches: list[tuple[str, Mapping[str, pa.Table]]] = []
     adapted: list[tuple[str, Mapping[str, pa.Table]]] = []
+    measuring: list[tuple[str, dict[str, object]]] = []
     if config.telemetry is not None:
         from pipeline.telemetry.files import load_telemetry
 
@@ -250,8 +256,17 @@ def read_sources(config: Any, now: dt.datetime | None = None) -> dict[str, pa.Ta
             "options": dict(item.options),
             "on_error": config.telemetry_on_error,
         }
+        if item.kind in MEASURING:
+            measuring.append((label, source))
+            continue
         batches.append((label, read(source, label, now)))
         if item.kind != "canonical":  # canonical files warn about their own attempts
             adapted.append(batches[-1])
     warn_unknown_experiments(batches, adapted)
-    return merge(batches)
+    merged = merge(batches)
+    usage = [
+        reader(str(source["kind"]))(source, label, merged, now or dt.datetime.now(dt.UTC))  # type: ignore[call-arg]
+        for label, source in measuring
+    ]
+    merged["gpu_usage"] = pa.concat_tables(usage) if usage else empty_table("gpu_usage")
+    return merged

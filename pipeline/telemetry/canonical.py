@@ -24,7 +24,7 @@ from pipeline.telemetry.conversion import (
     nfc,
     show,
 )
-from schemas import attempt_events, attempt_resources, attempts, experiments
+from schemas import attempt_events, attempt_resources, attempts, experiments, gpu_usage
 
 # 1-based record number of each row in its file; kept beside the data so errors can name rows.
 ROW = "__runcost_row"
@@ -35,6 +35,9 @@ DATASETS = {
     "attempt_events": attempt_events.AttemptEvents,
     "experiments": experiments.Experiments,
 }
+# Tables runcost derives from the canonical ones (never read from telemetry files or merged as
+# they are): gpu_usage, the Prometheus source's measurement of the attempts' held GPUs.
+DERIVED = {"gpu_usage": gpu_usage.GpuUsage}
 REQUIRED = {
     "attempts": attempts.REQUIRED,
     "attempt_resources": attempt_resources.REQUIRED,
@@ -84,7 +87,7 @@ class Problem:
 @cache
 def polars_schema(name: str) -> dict[str, pl.DataType]:
     """Canonical column -> polars type, in canonical order, from the dataset's pandera model."""
-    columns = DATASETS[name].to_schema().columns
+    columns = (DATASETS.get(name) or DERIVED[name]).to_schema().columns
     return {column: spec.dtype.type for column, spec in columns.items()}
 
 

@@ -250,10 +250,12 @@ def _pod(pod: dict, where: str, nodes: dict, opts: dict[str, Any]) -> dict[str, 
     if node and found is None:
         log.warning("%s: node %s has no usable spec.providerID", where, node_name)
     resources = []
+    # namespace/name: how a DCGM exporter labels the pod's GPU series (Prometheus by = "pod")
+    pod_name = f"{meta.get('namespace')}/{meta.get('name')}"
     if found is not None:
         resources.append(
             {"resource_id": found[2], "resource_kind": found[1], "gpu_count": gpus}
-            | {"started_at": started, "ended_at": ended}
+            | {"started_at": started, "ended_at": ended, "pod": pod_name}
         )
     region = _first(node_labels, REGION_LABELS) or opts.get("region")
     if opts.get("cluster") and opts.get("account_id") and region:
@@ -263,7 +265,7 @@ def _pod(pod: dict, where: str, nodes: dict, opts: dict[str, Any]) -> dict[str, 
         )
         resources.append(
             {"resource_id": arn, "resource_kind": "eks_pod", "gpu_count": gpus}
-            | {"started_at": started, "ended_at": ended}
+            | {"started_at": started, "ended_at": ended, "pod": pod_name}
         )
     events = []
     if disruption is not None:

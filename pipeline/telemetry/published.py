@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from pipeline.telemetry.canonical import arrow_schema
@@ -49,4 +50,30 @@ def keep_published(warehouse: Path, delivered: dict[str, pa.Table]) -> dict[str,
     published = published_telemetry(warehouse)
     if published is None:
         return delivered
-    return merge([("the published snapshot", published), ("this run's telemetry", delivered)])
+    merged = merge([("the published snapshot", published), ("this run's telemetry", delivered)])
+    usage = delivered.get("gpu_usage", arrow_schema("gpu_usage").empty_table())
+    folder = Path(current_snapshot(warehouse)["snapshot"]) / "telemetry"  # type: ignore[index]
+    merged["gpu_usage"] = kept_usage(folder / "gpu_usage.parquet", usage, merged["attempts"])
+    return merged
+
+
+def kept_usage(path: Path, measured: pa.Table, attempts: pa.Table) -> pa.Table:
+    """This run's gpu_usage, and the published rows of the attempts it has no sample of: an
+    attempt measured before keeps its windows when Prometheus has since dropped its samples."""
+    if not path.is_file():
+        return measured
+    published = pq.read_table(path).cast(arrow_schema("gpu_usage"))
+    sampled = pc.filter(
+        measured.column("attempt_id"), pc.not_equal(measured.column("state"), "unsampled")
+    )
+    ids = published.column("attempt_id")
+    keep = pc.and_(
+        pc.invert(pc.is_in(ids, value_set=pc.unique(sampled))),
+        pc.is_in(ids, value_set=attempts.column("attempt_id")),
+    )
+    kept = published.filter(keep)
+    # an attempt this run found no sample of, and the snapshot has windows of, keeps those
+    replaced = pc.is_in(
+        measured.column("attempt_id"), value_set=pc.unique(kept.column("attempt_id"))
+    )
+    return pa.concat_tables([kept, measured.filter(pc.invert(replaced))])

@@ -59,7 +59,7 @@ from pipeline.warehouse.views import (
 )
 
 PUBLISHED_SCHEMAS = ("config", "normalized", "attribution", "allocation", "marts")
-TELEMETRY_VIEWS = ("attempts", "attempt_resources", "attempt_events", "experiments")
+TELEMETRY_VIEWS = ("attempts", "attempt_resources", "attempt_events", "experiments", "gpu_usage")
 
 Checkpoint = Callable[[str], None]
 log = logging.getLogger("runcost")

@@ -196,6 +196,7 @@ def test_all_four_datasets(tmp_path: Path, fmt: str) -> None:
             "gpu_count": 8,
             "vcpu_count": 4.5,
             "memory_gib": 16.0,
+            "pod": None,
         }
     ]
     assert tables["attempt_events"].to_pylist() == [
@@ -390,7 +391,7 @@ def test_extra_column_outside_attempts_is_an_error(tmp_path: Path, fmt: str) -> 
     assert message == (
         f"{path}: column host is not in attempt_resources; the allowed columns are "
         "attempt_id, resource_id, resource_kind, started_at, ended_at, gpu_count, vcpu_count, "
-        "memory_gib: rename or remove it"
+        "memory_gib, pod: rename or remove it"
     )
 
 

@@ -129,6 +129,7 @@ def test_registry_names_every_kind_and_refuses_others() -> None:
         "sagemaker",
         "checkpoint_log",
         "canonical",
+        "prometheus",
     )
     with pytest.raises(InputError, match="kind 'wandb' is not known"):
         read({"kind": "wandb", "path": None}, "x")

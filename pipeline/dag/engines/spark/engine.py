@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from pipeline.dag.models import Model
 
 PUBLISHED_LAYERS = ("normalized", "attribution", "allocation", "marts")
-TELEMETRY_VIEWS = ("attempts", "attempt_resources", "attempt_events", "experiments")
+TELEMETRY_VIEWS = ("attempts", "attempt_resources", "attempt_events", "experiments", "gpu_usage")
 log = logging.getLogger("runcost")
 
 
