@@ -60,6 +60,15 @@ PROFILE_COLUMNS = (
     "service_subcategory",
     "sku_meter",
     "sku_price_details",
+    # runcost's classification of the line, which the economics marts read and nothing else
+    # (docs/economics.md#the-classification-of-a-cost-line): what it pays for, the kind of usage
+    # a waste finding reads, the accelerator and how many the bill says, and the commitment use
+    # of its effective cost
+    "cost_class",
+    "usage_kind",
+    "gpu_model",
+    "gpu_count",
+    "commitment_status",
 )
 
 # The profile columns of a relation, in PROFILE_COLUMNS order, for a select list.
@@ -73,6 +82,11 @@ _FOCUS_COMPUTED = (
     "instance_type",
     "resource_class",
     "source_format",
+    "cost_class",
+    "usage_kind",
+    "gpu_model",
+    "gpu_count",
+    "commitment_status",
 )
 
 
@@ -200,9 +214,62 @@ def _profile_macros(source: str) -> tuple[Macro, Macro, Macro, Macro]:
     )
 
 
+# The accelerator of an AWS instance family (CUR's, and a FOCUS row's that names an AWS instance
+# type): the family is the instance type's first part (p4d of p4d.24xlarge, SageMaker's ml.
+# prefix dropped).
+AWS_ACCELERATORS = {
+    "dl1": "Gaudi",
+    "g4ad": "Radeon Pro V520",
+    "g4dn": "T4",
+    "g5": "A10G",
+    "g5g": "T4G",
+    "g6": "L4",
+    "g6e": "L40S",
+    "inf1": "Inferentia",
+    "inf2": "Inferentia2",
+    "p3": "V100",
+    "p3dn": "V100",
+    "p4d": "A100",
+    "p4de": "A100 80GB",
+    "p5": "H100",
+    "p5e": "H200",
+    "p5en": "H200",
+    "trn1": "Trainium",
+    "trn1n": "Trainium",
+    "trn2": "Trainium2",
+}
+
+
+def _aws_gpu_model() -> str:
+    family = r"regexp_extract(coalesce({instance_type}, ''), '^(ml\.)?([a-z0-9]+)\.', 2)"
+    whens = " ".join(f"when '{name}' then '{model}'" for name, model in AWS_ACCELERATORS.items())
+    return f"case {family} {whens} end"
+
+
+ACCELERATOR_MACROS = [
+    # `aws_accelerator_instance(instance_type)`: an AWS instance type of an accelerator family
+    # (p, g, trn, inf, dl; SageMaker's ml. included)
+    Macro(
+        "aws_accelerator_instance",
+        ("instance_type",),
+        r"regexp_matches(coalesce({instance_type}, ''), '^(ml\.)?(p[0-9]|g[0-9]|trn|inf|dl)')",
+    ),
+    # `aws_gpu_model(instance_type)`: its accelerator (AWS_ACCELERATORS), NULL for another family
+    Macro("aws_gpu_model", ("instance_type",), _aws_gpu_model()),
+    # `named_gpu_model(text)`: the GPU a SKU's text names ("Nvidia Tesla T4 GPU running in
+    # Americas": T4; "Nvidia H100 80GB GPU ...": H100 80GB), NULL when it names none
+    Macro(
+        "named_gpu_model",
+        ("text",),
+        "upper(nullif(regexp_extract(lower(coalesce({text}, '')), "
+        "'nvidia (tesla )?([a-z0-9]+( [0-9]+gb)?) gpu', 2), ''))",
+    ),
+]
+
 PROFILE_MACROS = [
     *(macro for source in PROFILE_SOURCES for macro in _profile_macros(source)),
     *SERVICE_CATEGORY_MACROS,
+    *ACCELERATOR_MACROS,
 ]
 
 # A FOCUS row's unit in lower case, its consumed unit before its pricing unit: usage seconds read

@@ -1,13 +1,13 @@
 -- Training TCO per experiment and billing period by category, comparable with GPU TCO calculators.
 -- grain: one row per (experiment_id, billing_period, billing_currency, allocation_model, cost_category)
 -- Every category appears (0 when nothing was billed in it). On the bill (effective_cost of the slices
--- placed on the experiment, its attempts or, fully loaded, pooled onto them), first match wins:
--- idle_capacity (unused commitment: SavingsPlanRecurringFee, RIFee), support (AWSSupport*),
--- control_plane (AmazonEKS, AmazonECS), networking (DataTransfer/Bytes usage, AWSDataTransfer,
--- AmazonVPC), storage (EBS usage, AmazonS3, AmazonEFS, AmazonFSx), gpu_compute (instance usage of a
--- p, g, trn, inf or dl family, SageMaker ml. included), other_compute (other instance usage),
--- other (tax, credits, anything else). Off the bill: goodput_loss = gpu_compute x (1/G - 1), G the
--- experiment's GPU-hour weighted goodput_used from marts.attempt_goodput; NULL when G is unknown.
+-- placed on the experiment, its attempts or, fully loaded, pooled onto them), from the line profile's
+-- classification only (docs/economics.md#the-classification-of-a-cost-line), first match wins:
+-- idle_capacity (commitment_status Unused: an unused commitment or reservation), then by cost_class:
+-- support, control_plane, networking (network), storage, gpu_compute (accelerator), other_compute
+-- (compute), other (anything else: tax, credits, ...). Off the bill: goodput_loss = gpu_compute x
+-- (1/G - 1), G the experiment's GPU-hour weighted goodput_used from marts.attempt_goodput; NULL when
+-- G is unknown.
 with cost_slices as (
     select * from allocation.cost_slices
 ),
@@ -39,24 +39,11 @@ profile_categories as (
     select
         profiles.profile_key,
         case
-            when profiles.provider_line_type in ('SavingsPlanRecurringFee', 'RIFee') then 'idle_capacity'
-            when profiles.service_name like 'AWSSupport%' or profiles.service_name = 'AWSDeveloperSupport'
-                then 'support'
-            when profiles.service_name in ('AmazonEKS', 'AmazonECS') then 'control_plane'
-            when
-                profiles.usage_type like '%DataTransfer%'
-                or profiles.usage_type like '%-Bytes%'
-                or profiles.service_name in ('AWSDataTransfer', 'AmazonVPC')
-                then 'networking'
-            when
-                profiles.usage_type like '%EBS:%'
-                or profiles.service_name in ('AmazonS3', 'AmazonEFS', 'AmazonFSx')
-                then 'storage'
-            when regexp_matches(coalesce(profiles.instance_type, ''), '^(ml\.)?(p[0-9]|g[0-9]|trn|inf|dl)')
-                then 'gpu_compute'
-            when
-                profiles.instance_type is not null and profiles.instance_type <> ''
-                then 'other_compute'
+            when profiles.commitment_status = 'Unused' then 'idle_capacity'
+            when profiles.cost_class = 'network' then 'networking'
+            when profiles.cost_class = 'accelerator' then 'gpu_compute'
+            when profiles.cost_class = 'compute' then 'other_compute'
+            when profiles.cost_class in ('support', 'control_plane', 'storage') then profiles.cost_class
             else 'other'
         end as cost_category
     from profiles

@@ -4,15 +4,17 @@
 -- evidence_line_ids: each finding's line ids, each once, ascending; collected per finding and then deduplicated and
 -- sorted inside the list (list_sort(list_distinct(list(...)))), not with list(distinct ... order by ...), which
 -- DuckDB computes through a hash table of every (finding, line) pair: at 50M lines 4.4 of the mart's 13 CPU s.
--- unattached_volume: an EBS volume whose unattributed (marginal) cost spans more than
---   config.economics.waste_idle_hours; confidence high when telemetry knows the volume
---   (outside_any_attempt), medium when it never appears in attempt_resources.
+-- Each rule reads the line profile's classification (docs/economics.md#the-classification-of-a-cost-line), the same
+-- on every provider: usage_kind disk, instance or stored_data, cost_class accelerator.
+-- unattached_volume: a disk (an EBS volume, a persistent disk; or any line of a vol- resource) whose unattributed
+--   (marginal) cost spans more than config.economics.waste_idle_hours; confidence high when telemetry knows the
+--   disk (outside_any_attempt), medium when it never appears in attempt_resources.
 -- idle_instance: instance usage billed while no attempt held it: high (outside_any_attempt),
 --   medium (unknown_attempt_tag), low (no_matching_attempt: may not be training at all).
--- gpu_waiting_on_data: attempts with data_wait events; amount = the attempt's gpu instance cost x
+-- gpu_waiting_on_data: attempts with data_wait events; amount = the attempt's accelerator cost x
 --   waited seconds / attempt seconds; medium.
--- stale_checkpoint_storage: non-volume storage (S3, snapshots) of resources the attempts held, and
---   storage tagged to an experiment, charged more than stale_checkpoint_days after the last attempt
+-- stale_checkpoint_storage: stored data (S3, Cloud Storage, snapshots) of resources the attempts held, and
+--   stored data tagged to an experiment, charged more than stale_checkpoint_days after the last attempt
 --   holding it (or of the experiment) ended: medium (resource link), high (experiment tag).
 with model_slices as (
     -- the slices without the line's dimensions: each use below joins the lines or their profiles once
@@ -58,16 +60,9 @@ usage_kinds as (
     select
         profiles.profile_key,
         profiles.billing_currency,
-        coalesce(profiles.usage_type like '%EBS:Volume%', false) as volume_usage,
-        coalesce(
-            profiles.usage_type like '%Usage:%'
-            and profiles.usage_type not like '%EBS:%'
-            and profiles.instance_type <> '',
-            false
-        ) as instance_usage,
-        coalesce(
-            profiles.usage_type like '%TimedStorage%' or profiles.usage_type like '%EBS:Snapshot%', false
-        ) as storage_usage
+        coalesce(profiles.usage_kind = 'disk', false) as volume_usage,
+        coalesce(profiles.usage_kind = 'instance', false) as instance_usage,
+        coalesce(profiles.usage_kind = 'stored_data', false) as storage_usage
     from profiles
 ),
 
@@ -220,7 +215,7 @@ gpu_slices as (
     where
         model_slices.allocation_model = 'marginal'
         and model_slices.attempt_id is not null
-        and regexp_matches(coalesce(profiles.instance_type, ''), '^(ml\.)?(p[0-9]|g[0-9]|trn|inf|dl)')
+        and profiles.cost_class = 'accelerator'
 ),
 
 waiting as (

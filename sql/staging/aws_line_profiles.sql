@@ -137,7 +137,43 @@ final as (
         aws_service_subcategory(sources.product_code) as service_subcategory,
         -- what AWS meters the SKU by
         case when nullif(sources.sku_id, '') is not null then nullif(sources.usage_type, '') end as sku_meter,
-        cast(null as varchar) as sku_price_details
+        cast(null as varchar) as sku_price_details,
+        -- runcost's classification (docs/economics.md#the-classification-of-a-cost-line), from the product code, usage
+        -- type and instance type; first rule that applies
+        case
+            when sources.product_code like 'AWSSupport%' or sources.product_code = 'AWSDeveloperSupport' then 'support'
+            when sources.product_code in ('AmazonEKS', 'AmazonECS') then 'control_plane'
+            when
+                sources.usage_type like '%DataTransfer%'
+                or sources.usage_type like '%-Bytes%'
+                or sources.product_code in ('AWSDataTransfer', 'AmazonVPC')
+                then 'network'
+            when
+                sources.usage_type like '%EBS:%'
+                or sources.product_code in ('AmazonS3', 'AmazonEFS', 'AmazonFSx')
+                then 'storage'
+            when aws_accelerator_instance(sources.instance_type) then 'accelerator'
+            when sources.instance_type <> '' then 'compute'
+            else 'other'
+        end as cost_class,
+        case
+            -- a volume bills while it exists, attached to an instance or not
+            when sources.usage_type like '%EBS:Volume%' then 'disk'
+            -- data kept apart from any instance: S3, EFS and FSx storage, snapshots
+            when sources.usage_type like '%TimedStorage%' or sources.usage_type like '%EBS:Snapshot%' then 'stored_data'
+            when
+                sources.usage_type like '%Usage:%'
+                and sources.usage_type not like '%EBS:%'
+                and sources.instance_type <> ''
+                then 'instance'
+        end as usage_kind,
+        aws_gpu_model(sources.instance_type) as gpu_model,
+        cast(null as integer) as gpu_count,
+        case
+            -- a commitment fee's effective cost is its unused part (docs/data-dictionary.md#normalizedcost_lines)
+            when sources.line_item_type in ('SavingsPlanRecurringFee', 'RIFee') then 'Unused'
+            when sources.line_item_type in ('DiscountedUsage', 'SavingsPlanCoveredUsage') then 'Used'
+        end as commitment_status
     from sources
 )
 

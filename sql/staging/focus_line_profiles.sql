@@ -13,7 +13,7 @@ sources as (
     select * from focus_keyed_profile_sources(focus_line_items)
 ),
 
-classified as (
+tested as (
     select
         sources.*,
         case lower(trim(sources.charge_category))
@@ -25,8 +25,54 @@ classified as (
             else sources.charge_category
         end as category,
         focus_unit(sources) as unit,
-        lower(coalesce(sources.commitment_discount_status, '')) as commitment_status
+        lower(coalesce(sources.commitment_discount_status, '')) as commitment_status,
+        -- the instance type: SkuPriceDetails' InstanceType, else an AWS usage type's (BoxUsage:p4d.24xlarge)
+        coalesce(
+            nullif(regexp_extract(coalesce(sources.sku_price_details, ''), '"InstanceType" *: *"([^"]+)"', 1), ''),
+            nullif(regexp_extract(coalesce(sources.usage_type, ''), 'Usage:([a-z0-9]+\.[a-z0-9]+)$', 1), '')
+        ) as sku_instance_type,
+        -- the GPUs SkuPriceDetails names (GpuCount)
+        cast(
+            nullif(regexp_extract(coalesce(sources.sku_price_details, ''), '"GpuCount" *: *"?([0-9]+)', 1), '')
+            as integer
+        ) as sku_gpu_count,
+        lower(
+            concat_ws(
+                ' ',
+                sources.sku_meter,
+                sources.resource_type,
+                sources.service_subcategory,
+                sources.charge_description,
+                sources.usage_type
+            )
+        ) as text
     from sources
+),
+
+classified as (
+    -- what the row pays for (cost_class, docs/economics.md#the-classification-of-a-cost-line), first rule that applies
+    select
+        tested.*,
+        case
+            when
+                tested.service_subcategory = 'Support'
+                or lower(coalesce(tested.service_name, '')) like '%support%'
+                then 'support'
+            when
+                tested.sku_gpu_count > 0
+                or aws_accelerator_instance(tested.sku_instance_type)
+                or regexp_matches(tested.text, '(\bgpu\b|nvidia)')
+                then 'accelerator'
+            when
+                tested.service_subcategory = 'Containers'
+                or lower(coalesce(tested.service_name, '')) like '%kubernetes%'
+                then 'control_plane'
+            when tested.service_category = 'Networking' then 'network'
+            when tested.service_category = 'Storage' then 'storage'
+            when tested.service_category in ('Compute', 'AI and Machine Learning') then 'compute'
+            else 'other'
+        end as cost_class
+    from tested
 ),
 
 final as (
@@ -57,7 +103,7 @@ final as (
         classified.operation,
         classified.region_id,
         classified.availability_zone,
-        cast(null as varchar) as instance_type,
+        classified.sku_instance_type as instance_type,
         classified.pricing_unit,
         case
             when classified.category = 'Tax' then 'tax'
@@ -118,7 +164,41 @@ final as (
         classified.pricing_currency,
         classified.service_subcategory,
         classified.sku_meter,
-        classified.sku_price_details
+        classified.sku_price_details,
+        classified.cost_class,
+        case
+            when classified.cost_class = 'storage'
+                then case
+                    when
+                        classified.service_subcategory = 'Block Storage'
+                        or classified.text like '%disk%'
+                        or classified.text like '%volume%'
+                        then 'disk'
+                    when
+                        classified.unit like '%request%'
+                        or classified.unit like '%transaction%'
+                        or classified.unit like '%operation%'
+                        then cast(null as varchar)
+                    else 'stored_data'
+                end
+            -- a machine's running time: usage of compute or accelerators in hours
+            when
+                classified.cost_class in ('accelerator', 'compute')
+                and classified.category = 'Usage'
+                and classified.unit like '%hour%'
+                then 'instance'
+        end as usage_kind,
+        case
+            when classified.cost_class = 'accelerator'
+                then
+                    coalesce(
+                        aws_gpu_model(classified.sku_instance_type),
+                        named_gpu_model(classified.charge_description),
+                        named_gpu_model(classified.sku_meter)
+                    )
+        end as gpu_model,
+        classified.sku_gpu_count as gpu_count,
+        case classified.commitment_status when 'used' then 'Used' when 'unused' then 'Unused' end as commitment_status
     from classified
 )
 

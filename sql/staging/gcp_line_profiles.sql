@@ -20,7 +20,7 @@ gpu_skus as (
     from (values ('88B8-C3ED-03F0')) as gpu_sku_list (sku_id)
 ),
 
-classified as (
+tested as (
     select
         sources.*,
         gpu_skus.sku_id is not null
@@ -28,9 +28,58 @@ classified as (
             lower(coalesce(sources.sku_description, '')), '(nvidia|tesla|\bgpu\b)'
         ) as is_gpu_sku,
         lower(coalesce(sources.sku_description, '')) like 'commitment%' as is_commitment_fee,
-        lower(coalesce(sources.sku_description, '')) as sku_text
+        lower(coalesce(sources.sku_description, '')) as sku_text,
+        -- an accelerator-optimized machine family (A2, A3, A4, G2: the GPUs come with the machine type), from the
+        -- machine type, else from the SKU ("A2 Instance Core running in ...", "Commitment v1: A2 Cpu in ...")
+        coalesce(
+            nullif(regexp_extract(lower(coalesce(sources.machine_spec, '')), '^(a2|a3|a4|g2)-', 1), ''),
+            nullif(regexp_extract(lower(coalesce(sources.sku_description, '')), '(^|: )(a2|a3|a4|g2) ', 2), '')
+        ) as accelerator_family
     from sources
     left join gpu_skus on sources.sku_id = gpu_skus.sku_id
+),
+
+classified as (
+    -- what the row pays for (cost_class, docs/gcp.md#the-classification-of-a-row), first rule that applies
+    select
+        tested.*,
+        case
+            when tested.cost_type in ('tax', 'rounding_error') then 'other'
+            when
+                tested.cost_type = 'adjustment'
+                and coalesce(tested.adjustment_type, '') not in (
+                    'USAGE_CORRECTION', 'PRICE_CORRECTION', 'METADATA_CORRECTION'
+                )
+                then 'other'
+            when tested.is_gpu_sku or tested.accelerator_family is not null then 'accelerator'
+            when tested.service_description = 'Support' then 'support'
+            when
+                tested.service_description = 'Kubernetes Engine'
+                and tested.sku_text like '%kubernetes cluster%'
+                then 'control_plane'
+            when
+                tested.sku_text like '%egress%'
+                or tested.sku_text like '%data transfer%'
+                or tested.sku_text like 'network %'
+                or tested.sku_text like '%ip charge%'
+                or gcp_service_category(tested.service_description) = 'Networking'
+                then 'network'
+            when
+                tested.sku_text like '%pd capacity%'
+                or tested.sku_text like '%pd iops%'
+                or tested.sku_text like '%hyperdisk%'
+                or tested.sku_text like '%snapshot%'
+                or tested.sku_text like '%local ssd%'
+                or gcp_service_category(tested.service_description) = 'Storage'
+                then 'storage'
+            when
+                tested.service_description in ('Compute Engine', 'Kubernetes Engine')
+                or gcp_service_category(tested.service_description) = 'Compute'
+                then 'compute'
+            else 'other'
+        end as cost_class,
+        tested.sku_text like '%preemptible%' or tested.sku_text like '%spot %' as is_spot
+    from tested
 ),
 
 final as (
@@ -110,6 +159,8 @@ final as (
         case
             when classified.cost_type = 'tax' then cast(null as varchar)
             when classified.has_committed_use_discount then 'Committed'
+            -- Spot and preemptible VMs' SKUs ("Spot Preemptible N1 Predefined Instance Core ...")
+            when classified.is_spot then 'Dynamic'
             else 'Standard'
         end as pricing_category,
         classified.usage_unit as consumed_unit,
@@ -130,7 +181,55 @@ final as (
         classified.currency as pricing_currency,
         gcp_service_subcategory(classified.service_description) as service_subcategory,
         case when classified.sku_id is not null then classified.sku_description end as sku_meter,
-        cast(null as varchar) as sku_price_details
+        cast(null as varchar) as sku_price_details,
+        classified.cost_class,
+        case
+            when classified.is_commitment_fee or classified.cost_class not in ('accelerator', 'compute', 'storage')
+                then cast(null as varchar)
+            -- a persistent disk bills while it exists, attached to a VM or not
+            when
+                classified.sku_text like '%pd capacity%'
+                or classified.sku_text like '%pd iops%'
+                or classified.sku_text like '%hyperdisk%'
+                then 'disk'
+            when
+                classified.sku_text like '%snapshot%'
+                or (classified.cost_class = 'storage' and classified.usage_pricing_unit like '%month%')
+                then 'stored_data'
+            -- a VM's running time: its core, RAM and GPU SKUs
+            when
+                classified.is_gpu_sku
+                or classified.sku_text like '%instance core%'
+                or classified.sku_text like '%instance ram%'
+                or classified.sku_text like '% core running%'
+                or classified.sku_text like '% ram running%'
+                then 'instance'
+        end as usage_kind,
+        case
+            when classified.is_gpu_sku then named_gpu_model(classified.sku_description)
+            when classified.accelerator_family = 'a2' and lower(classified.machine_spec) like 'a2-ultragpu%'
+                then 'A100 80GB'
+            when classified.accelerator_family = 'a2' then 'A100'
+            when classified.accelerator_family = 'a3' then 'H100'
+            when classified.accelerator_family = 'a4' then 'B200'
+            when classified.accelerator_family = 'g2' then 'L4'
+        end as gpu_model,
+        -- the GPUs of an accelerator-optimized machine type: a2-highgpu-2g has 2, g2-standard-48 has 4
+        case
+            when classified.accelerator_family in ('a2', 'a3', 'a4')
+                then cast(nullif(regexp_extract(lower(classified.machine_spec), '-([0-9]+)g$', 1), '') as integer)
+            when classified.accelerator_family = 'g2' and classified.machine_spec is not null
+                then case regexp_extract(lower(classified.machine_spec), '-([0-9]+)$', 1)
+                    when '24' then 2
+                    when '48' then 4
+                    when '96' then 8
+                    else 1
+                end
+        end as gpu_count,
+        case
+            when classified.is_unused_reservation then 'Unused'
+            when classified.has_committed_use_discount then 'Used'
+        end as commitment_status
     from classified
 )
 
