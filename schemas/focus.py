@@ -1,6 +1,6 @@
-"""FOCUS 1.0-1.2 Cost and Usage columns: kinds, the version that added each, renames, required set.
+"""FOCUS 1.0-1.3 Cost and Usage columns: kinds, the version that added each, renames, required set.
 
-Source: the FOCUS specification's column definitions and changelog (0.5 to 1.2). Kinds: `decimal`
+Source: the FOCUS specification's column definitions and changelog (0.5 to 1.3). Kinds: `decimal`
 (plain decimal text, kept exact), `datetime` (ISO 8601, UTC), `string`, `json` (a JSON object as
 text). runcost requires only the columns it needs to build `normalized.cost_lines`; every other
 FOCUS column is read when present and NULL when absent.
@@ -10,6 +10,11 @@ from __future__ import annotations
 
 # (column, kind, FOCUS version that introduced it under this name)
 COLUMNS: tuple[tuple[str, str, str], ...] = (
+    ("AllocatedMethodDetails", "json", "1.3"),
+    ("AllocatedMethodId", "string", "1.3"),
+    ("AllocatedResourceId", "string", "1.3"),
+    ("AllocatedResourceName", "string", "1.3"),
+    ("AllocatedTags", "json", "1.3"),
     ("AvailabilityZone", "string", "0.5"),
     ("BilledCost", "decimal", "0.5"),
     ("BillingAccountId", "string", "0.5"),
@@ -35,9 +40,11 @@ COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("CommitmentDiscountUnit", "string", "1.1"),
     ("ConsumedQuantity", "decimal", "1.0"),
     ("ConsumedUnit", "string", "1.0"),
+    ("ContractApplied", "json", "1.3"),
     ("ContractedCost", "decimal", "1.0"),
     ("ContractedUnitPrice", "decimal", "1.0"),
     ("EffectiveCost", "decimal", "1.0-preview"),
+    ("HostProviderName", "string", "1.3"),
     ("InvoiceId", "string", "1.2"),
     ("InvoiceIssuerName", "string", "0.5"),
     ("ListCost", "decimal", "1.0-preview"),
@@ -58,6 +65,7 @@ COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("ResourceType", "string", "1.0-preview"),
     ("ServiceCategory", "string", "0.5"),
     ("ServiceName", "string", "0.5"),
+    ("ServiceProviderName", "string", "1.3"),
     ("ServiceSubcategory", "string", "1.1"),
     ("SkuId", "string", "1.0-preview"),
     ("SkuMeter", "string", "1.1"),
@@ -76,25 +84,30 @@ EXTENSIONS: tuple[tuple[str, str], ...] = (
     ("x_UsageType", "string"),
 )
 
-# Older (or newer) column ids and the FOCUS 1.2 name they are read as.
+# Older column ids and the current name they are read as.
 RENAMES: dict[str, str] = {
     "AmortizedCost": "EffectiveCost",  # renamed in 1.0-preview
     "ChargeType": "ChargeCategory",  # renamed in 1.0-preview
     "Region": "RegionId",  # renamed in 1.0
     "UsageQuantity": "ConsumedQuantity",  # renamed in 1.0
     "UsageUnit": "ConsumedUnit",  # renamed in 1.0
-    "ServiceProviderName": "ProviderName",  # 1.3 draft: replaces ProviderName
 }
+
+# A column a file may lack, and the column it is then read from: 1.3 deprecates ProviderName for
+# ServiceProviderName (the same entity), so a 1.3 file without ProviderName names its provider
+# there. ServiceProviderName is read under its own name as well.
+FALLBACKS: dict[str, str] = {"ProviderName": "ServiceProviderName"}
 
 # Columns whose presence marks a version (the newest marker found wins).
 VERSION_MARKERS: tuple[tuple[str, frozenset[str]], ...] = (
+    ("1.3", frozenset(name for name, _kind, since in COLUMNS if since == "1.3")),
     ("1.2", frozenset(name for name, _kind, since in COLUMNS if since == "1.2")),
     ("1.1", frozenset(name for name, _kind, since in COLUMNS if since == "1.1")),
     ("1.0", frozenset(name for name, _kind, since in COLUMNS if since == "1.0")),
     ("1.0-preview", frozenset({"UsageQuantity", "UsageUnit", "ChargeSubcategory"})),
     ("0.5", frozenset({"AmortizedCost", "ChargeType", "Region"})),
 )
-SUPPORTED_VERSIONS = ("1.0", "1.1", "1.2")
+SUPPORTED_VERSIONS = ("1.0", "1.1", "1.2", "1.3")
 
 # What runcost needs to build a cost line; each must be present (after renames) and not null.
 REQUIRED: tuple[str, ...] = (

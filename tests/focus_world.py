@@ -187,6 +187,45 @@ def mixed_rows() -> list[dict[str, str]]:
     ]  # fmt: skip
 
 
+SPLIT_NODE = "i-0shared0001"
+ORACLE_NODE = "ocid1.node.oc1.us-sanjose-1.pool0001"
+_HALF = '{"Elements": [{"AllocatedRatio": 0.5, "UsageUnit": "Hours", "UsageQuantity": 0.5}]}'
+
+
+def allocated_rows(with_provider_name: bool = True) -> list[dict[str, str]]:
+    """FOCUS 1.3 rows: one AWS instance-hour of $3.00 split between two tagged pods (the origin's
+    Tags name another attempt: AllocatedTags win), and an Oracle node-hour allocated whole to the
+    instance att-3 held (AllocatedResourceId). 1.3 names the provider ServiceProviderName; with
+    ``with_provider_name`` False the deprecated ProviderName column is left out."""
+    split = {
+        "ResourceId": SPLIT_NODE, "ConsumedQuantity": "0.5", "ConsumedUnit": "Hours",
+        "PricingUnit": "Hours", "PricingQuantity": "0.5", "BilledCost": "1.5000000000",
+        "EffectiveCost": "1.5000000000", "ListCost": "1.5000000000",
+        "Tags": {"user_attempt_id": "att-origin", "team": "vision"},
+        "AllocatedMethodId": "aws:eks-split-cost", "AllocatedMethodDetails": _HALF,
+        "ServiceProviderName": "AWS", "HostProviderName": "AWS", "ContractApplied": "NULL",
+    }  # fmt: skip
+    rows = [
+        row("AWS", 10, **split, AllocatedResourceId="pod/train-a", AllocatedResourceName="train-a",
+            AllocatedTags='{"user_attempt_id": "att-1", "user_experiment_id": "exp-a"}'),
+        row("AWS", 10, **split, AllocatedResourceId="pod/train-b", AllocatedResourceName="train-b",
+            AllocatedTags='{"user_attempt_id": "att-2"}'),
+        row("Oracle", 10, ResourceId=ORACLE_NODE, ChargePeriodStart="2026-10-03 01:00:00",
+            ChargePeriodEnd="2026-10-03 02:00:00", ConsumedUnit="Hours", PricingUnit="Hours",
+            ConsumedQuantity="1", BilledCost="2.9500000000", EffectiveCost="2.9500000000",
+            ListCost="2.9500000000", AllocatedMethodId="oci:node-pool",
+            AllocatedResourceId=ORACLE_GPU, AllocatedTags="NULL", AllocatedResourceName="NULL",
+            AllocatedMethodDetails="NULL", ServiceProviderName="Oracle", HostProviderName="Oracle",
+            ContractApplied='{"ContractApplied": [{"ContractCommitmentID": "c-1", '
+            '"ContractCommitmentAppliedCost": 2.95, "ContractCommitmentAppliedQuantity": null, '
+            '"ContractCommitmentAppliedUnit": null}]}'),
+    ]  # fmt: skip
+    if not with_provider_name:
+        for line in rows:
+            del line["ProviderName"]
+    return rows
+
+
 def write_mixed_csv(path: Path, rows: list[dict[str, str]] | None = None) -> Path:
     """Write rows as the sample does: strings quoted, numbers and NULL bare, an Id column."""
     rows = mixed_rows() if rows is None else rows

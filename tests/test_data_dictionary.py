@@ -20,7 +20,7 @@ HEADING = re.compile(r"^(#{2,3}) `?([a-z_]+\.[a-z_]+)`?\s*$")
 # a model built for later models and never published (`-- materialized: intermediate`)
 BUILD_STEP = re.compile(r"^(#{2,3}) `?([a-z_]+\.[a-z_]+)`? \(build step, not published\)\s*$")
 ANY_HEADING = re.compile(r"^#{1,3} ")
-# the FOCUS sample's header (FOCUS 1.0) and FOCUS 1.2 names that normalized.focus exports
+# the FOCUS sample's header (FOCUS 1.0) and the FOCUS 1.2 and 1.3 names normalized.focus exports
 FOCUS_COLUMNS = {
     "AvailabilityZone", "BilledCost", "BillingAccountId", "BillingAccountName",
     "BillingCurrency", "BillingPeriodEnd", "BillingPeriodStart", "ChargeCategory", "ChargeClass",
@@ -36,6 +36,9 @@ FOCUS_COLUMNS = {
     "PricingCurrency", "PricingCurrencyContractedUnitPrice", "PricingCurrencyEffectiveCost",
     "PricingCurrencyListUnitPrice", "ServiceSubcategory", "SkuMeter", "SkuPriceDetails",
     "SubAccountType",
+    # FOCUS 1.3
+    "AllocatedMethodDetails", "AllocatedMethodId", "AllocatedResourceId", "AllocatedResourceName",
+    "AllocatedTags", "ContractApplied", "HostProviderName", "ServiceProviderName",
 }  # fmt: skip
 
 

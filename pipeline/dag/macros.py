@@ -13,6 +13,7 @@ import re
 
 from pipeline.common.errors import ModelError
 from pipeline.common.money import MONEY_SQL
+from pipeline.dag.allocated_macros import ALLOCATED_MACROS
 from pipeline.dag.basis_macros import BASES, BASIS_MACROS
 from pipeline.dag.focus_macros import FOCUS_MACROS
 from pipeline.dag.key_macros import KEY_MACROS
@@ -279,6 +280,7 @@ MACROS = {
         RESOURCE_FINDING_TOTALS,
         *BASIS_MACROS,
         *KEY_MACROS,
+        *ALLOCATED_MACROS,
         *FOCUS_MACROS,
     )
 }

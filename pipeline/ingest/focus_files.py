@@ -27,7 +27,7 @@ log = logging.getLogger("runcost")
 
 PROVIDER = "focus"
 # Part of every delivery id: a change to how files are read stores the periods afresh.
-READER_VERSION = "1"
+READER_VERSION = "2"
 _STAGING = ".ingest-staging"
 
 

@@ -75,7 +75,7 @@ def read_focus_file(
     provider_name: str | None,
     typed_file: Path,
 ) -> ReadFile:
-    """Load ``path`` as focus_typed (canonical FOCUS 1.2 names, typed, plus extra columns): a
+    """Load ``path`` as focus_typed (canonical FOCUS names, typed, plus extra columns): a
     view of ``typed_file``, which it writes. A Parquet file is read as text through a view and
     written typed in one pass, so no copy of the file is held in memory."""
     names = _load_text(con, path, typed_file.with_name(f"{typed_file.stem}-text.parquet"))
@@ -91,7 +91,11 @@ def read_focus_file(
             f"{path}: FOCUS {version} file (detected from its columns) lacks the required "
             f"column{'s' if len(missing) > 1 else ''} {', '.join(missing)}; runcost needs "
             f"{', '.join(focus.REQUIRED)}. Export the file again with every FOCUS column"
-            + (", or set provider_name for this source" if missing == ["ProviderName"] else "")
+            + (
+                " (FOCUS 1.3 names it ServiceProviderName), or set provider_name for this source"
+                if missing == ["ProviderName"]
+                else ""
+            )
         )
     select = [f"{_LINE} as {SOURCE_LINE}", f"{literal(relative)} as {SOURCE_FILE}"]
     for name, kind in focus.KINDS.items():
@@ -126,7 +130,7 @@ def detect_version(names: list[str], path: Path) -> str:
         shown = ", ".join(names[:8]) + (", ..." if len(names) > 8 else "")
         raise InputError(
             f"{path}: no FOCUS version recognised: the columns ({shown}) are not a FOCUS "
-            "1.0-1.2 Cost and Usage column set (expected BilledCost, EffectiveCost, ListCost, "
+            "1.0-1.3 Cost and Usage column set (expected BilledCost, EffectiveCost, ListCost, "
             "BillingPeriodStart, ChargePeriodStart, BillingCurrency, ProviderName, ...). "
             "Export the data as FOCUS; an AWS CUR export goes under aws.exports"
         )
@@ -237,12 +241,16 @@ def _canonical(name: str) -> str:
 
 
 def _map_columns(names: list[str], path: Path) -> tuple[dict[str, str], list[str]]:
-    """FOCUS 1.2 name -> column in the file (case-insensitive, renames applied), and the rest."""
+    """FOCUS name -> column in the file (case-insensitive, renames and fallbacks applied), and
+    the rest."""
     mapping: dict[str, str] = {}
     for name in sorted(names, key=lambda item: item.lower() in {k.lower() for k in focus.RENAMES}):
         canonical = _canonical(name)
         if canonical in focus.KINDS and canonical not in mapping:
             mapping[canonical] = name
+    for name, source in focus.FALLBACKS.items():
+        if name not in mapping and source in mapping:
+            mapping[name] = mapping[source]
     used = set(mapping.values())
     extras = [name for name in names if name not in used and name not in (SOURCE_FILE, SOURCE_LINE)]
     if extras:

@@ -8,7 +8,8 @@
 -- columns they are computed from. normalized.cost_lines joins the two back into the whole line.
 -- The attribution tags are read here, once, from the tags map with the configured keys, each source format under
 -- its own spelling: CUR lines under the CUR-normalized keys (attempt-id -> user_attempt_id), Google Cloud labels
--- and FOCUS Tags under the keys exactly as configured.
+-- and FOCUS Tags under the keys exactly as configured; a FOCUS 1.3 allocated row's AllocatedTags are looked up over
+-- its Tags (attribution_tags: the allocated value wins on a key both hold).
 with provider_lines as (
     select * from staging.provider_cost_lines
 ),
@@ -33,11 +34,11 @@ final as (
         provider_lines.credits_by_type,
         provider_lines.tags,
         first_tag_value(
-            provider_lines.tags,
+            attribution_tags(provider_lines.tags, provider_lines.allocated_tags),
             attribution_tag_keys(provider_lines.source_format, attribution_settings, 'attempt')  -- noqa: RF02
         ) as attempt_tag,
         first_tag_value(
-            provider_lines.tags,
+            attribution_tags(provider_lines.tags, provider_lines.allocated_tags),
             attribution_tag_keys(provider_lines.source_format, attribution_settings, 'experiment')  -- noqa: RF02
         ) as experiment_tag,
         provider_lines.pricing_quantity,
@@ -50,6 +51,8 @@ final as (
         provider_lines.pricing_currency_list_unit_price,
         provider_lines.pricing_currency_contracted_unit_price,
         provider_lines.pricing_currency_effective_cost,
+        -- FOCUS 1.3 split cost allocation (pipeline/dag/allocated_macros.py), NULL on other lines
+        focus_allocation_columns(provider_lines),  -- noqa: AL03, RF02
         -- each source's hash of what its profile is computed from (staging.<provider>_cost_lines)
         provider_lines.profile_key
     from provider_lines

@@ -85,7 +85,8 @@ final as (
         facts.pricing_currency_effective_cost,
         profiles.service_subcategory,
         profiles.sku_meter,
-        profiles.sku_price_details
+        profiles.sku_price_details,
+        focus_allocation_columns(facts)  -- noqa: AL03, RF02
     from facts
     inner join profiles on facts.profile_key = profiles.profile_key
 )

@@ -1,4 +1,4 @@
--- Cost lines as a FOCUS 1.2 Cost and Usage dataset: all 57 FOCUS 1.2 columns, then runcost's x_ columns.
+-- Cost lines as a FOCUS 1.2 Cost and Usage dataset: the 57 FOCUS 1.2 columns and 1.3's, then runcost's x_ columns.
 -- grain: one row per cost line (line_id), plus one row per AWS commitment fee line with an unused part
 -- The FOCUS columns come first in alphabetical order, then the x_ columns (the spec asks custom columns to follow).
 -- FOCUS files pass their delivered columns through; AWS CUR 2.0 and the Google Cloud export are mapped to the
@@ -6,6 +6,9 @@
 -- tests/e2e/test_focus_conformance.py. An AWS commitment fee (Savings Plan or reservation) is a Purchase of
 -- EffectiveCost 0; the part of the commitment it did not use, which normalized.cost_lines amortizes onto the fee
 -- line, is its own Usage row with CommitmentDiscountStatus 'Unused' (same x_LineId, BilledCost 0).
+-- The FOCUS 1.3 columns (AllocatedMethodId, AllocatedMethodDetails, AllocatedResourceId, AllocatedResourceName,
+-- AllocatedTags, ContractApplied, HostProviderName, ServiceProviderName) are a 1.3 file's as delivered, NULL on every
+-- other line; an allocated row keeps its own ResourceId (the origin charge's), whatever resource it was allocated to.
 -- materialized: view (computed from normalized.cost_lines when read, never written)
 with cost_lines as (
     select * from normalized.cost_lines
@@ -144,6 +147,13 @@ priced as (
 -- noqa: disable=CP02
 final as (
     select
+        case
+            when nullif(priced.allocated_method_details, '') is not null then json(priced.allocated_method_details)
+        end as AllocatedMethodDetails,
+        nullif(priced.allocated_method_id, '') as AllocatedMethodId,
+        priced.allocated_resource_id as AllocatedResourceId,
+        nullif(priced.allocated_resource_name, '') as AllocatedResourceName,
+        case when priced.allocated_tags is not null then to_json(priced.allocated_tags) end as AllocatedTags,
         nullif(priced.availability_zone, '') as AvailabilityZone,
         priced.focus_billed_cost as BilledCost,
         priced.billing_account_id as BillingAccountId,
@@ -199,9 +209,12 @@ final as (
             when priced.row_category = 'Usage' and not priced.is_unused_commitment
                 then nullif(priced.consumed_unit, '')
         end as ConsumedUnit,
+        case when nullif(priced.contract_applied, '') is not null then json(priced.contract_applied) end
+            as ContractApplied,
         priced.focus_contracted_cost as ContractedCost,
         priced.focus_contracted_unit_price as ContractedUnitPrice,
         priced.focus_effective_cost as EffectiveCost,
+        nullif(priced.host_provider_name, '') as HostProviderName,
         priced.invoice_id as InvoiceId,
         coalesce(nullif(priced.invoice_issuer_name, ''), priced.provider) as InvoiceIssuerName,
         priced.focus_list_cost as ListCost,
@@ -231,11 +244,15 @@ final as (
         ) as PublisherName,
         nullif(priced.region_id, '') as RegionId,
         nullif(priced.region_name, '') as RegionName,
-        priced.resource_id as ResourceId,
+        -- an allocated row's resource_id is the resource it was allocated to, its ResourceId the origin's
+        case
+            when priced.allocated_resource_id is not null then priced.origin_resource_id else priced.resource_id
+        end as ResourceId,
         nullif(priced.resource_name, '') as ResourceName,
         nullif(priced.resource_type, '') as ResourceType,
         priced.focus_service_category as ServiceCategory,
         priced.service_name as ServiceName,
+        nullif(priced.service_provider_name, '') as ServiceProviderName,
         -- a source without a subcategory: the category's own catch-all, an allowed value of each
         coalesce(
             nullif(priced.service_subcategory, ''), 'Other (' || priced.focus_service_category || ')'

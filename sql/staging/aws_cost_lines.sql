@@ -178,6 +178,8 @@ final as (
         money(null) as pricing_currency_contracted_unit_price,
         money(null) as pricing_currency_effective_cost,
         cast(null as varchar) as resource_name,
+        -- FOCUS 1.3 split cost allocation: a FOCUS file's rows only
+        no_focus_allocation(),  -- noqa: AL03
         aws_profile_key(bases) as profile_key
     from bases
 )

@@ -1,9 +1,13 @@
 -- FOCUS file rows as provider-neutral cost lines (the columns of normalized.cost_lines, DECIMAL(38, 10)).
 -- grain: one row per FOCUS row (line_id)
 -- FOCUS already carries the four bases' meanings: BilledCost, EffectiveCost, ListCost; FOCUS has
--- no net column, so net_cost is EffectiveCost. Rules for charge_category and resource_class: docs/focus.md. Each row
--- names its profile (the text columns with few values, its provider, account and currency too) by profile_key, a hash
--- of the columns staging.focus_line_profiles computes them from (focus_profile_key, pipeline/dag/profile_macros.py).
+-- no net column, so net_cost is EffectiveCost. A FOCUS 1.3 allocated row (split cost allocation: the provider's
+-- allocated rows replace their origin charge and sum to it) is a line of its own: its resource_id is the
+-- AllocatedResourceId it was allocated to (the resource+time join's key), its ResourceId kept as origin_resource_id,
+-- and its AllocatedTags are looked up over its Tags for the attribution tags (normalized.cost_line_facts).
+-- Rules for charge_category and resource_class: docs/focus.md. Each row names its profile (the text columns with
+-- few values, its provider, account and currency too) by profile_key, a hash of the columns
+-- staging.focus_line_profiles computes them from (focus_profile_key, pipeline/dag/profile_macros.py).
 with focus_line_items as (
     select * from staging.focus_line_items
 ),
@@ -27,6 +31,15 @@ tag_maps as (
     where tag_texts.tags_json is not null
 ),
 
+allocated_tag_maps as (
+    -- each distinct AllocatedTags text parsed once, as Tags are; NULL on a row without it
+    select
+        tag_texts.allocated_tags_json,
+        cast(json(tag_texts.allocated_tags_json) as map(varchar, varchar)) as allocated_tags  -- noqa: LT01
+    from (select distinct focus_line_items.allocated_tags_json from focus_line_items) as tag_texts
+    where tag_texts.allocated_tags_json is not null
+),
+
 period_names as (
     -- each billing period's name once, not formatted on every row (strftime: 1.0 CPU s per 10M)
     select
@@ -45,7 +58,7 @@ final as (
         classified.billing_period_end,
         classified.charge_period_start,
         classified.charge_period_end,
-        classified.resource_id,
+        coalesce(classified.allocated_resource_id, classified.resource_id) as resource_id,
         classified.consumed_quantity,
         -- seconds of use inside the charge window: hour-priced usage says how long the resource
         -- ran; anything else is taken to span its window (as for AWS lines)
@@ -78,9 +91,19 @@ final as (
         classified.pricing_currency_contracted_unit_price,
         classified.pricing_currency_effective_cost,
         classified.resource_name,
+        classified.allocated_method_id,
+        classified.allocated_method_details,
+        classified.allocated_resource_id,
+        classified.allocated_resource_name,
+        allocated_tag_maps.allocated_tags,
+        case when classified.allocated_resource_id is not null then classified.resource_id end as origin_resource_id,
+        classified.service_provider_name,
+        classified.host_provider_name,
+        classified.contract_applied,
         focus_profile_key(classified) as profile_key  -- noqa: RF02
     from classified
     left join tag_maps on classified.tags_json = tag_maps.tags_json
+    left join allocated_tag_maps on classified.allocated_tags_json = allocated_tag_maps.allocated_tags_json
     left join period_names on classified.billing_period_start = period_names.billing_period_start
 )
 

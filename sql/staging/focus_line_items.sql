@@ -1,6 +1,6 @@
 -- FOCUS rows of the current delivery of each billing period: renamed to snake_case and typed, no joins.
 -- grain: one row per (source_delivery, source_file, source_line)
--- raw.focus_billing holds every FOCUS 1.0-1.2 column under its 1.2 name (NULL where the file had
+-- raw.focus_billing holds every FOCUS 1.0-1.3 column under its current name (NULL where the file had
 -- none); money is exact DECIMAL(38, 18) text-parsed at ingest, cast here to the house DECIMAL(38, 10).
 with source as (
     select * from raw.focus_billing
@@ -57,6 +57,15 @@ renamed as (
         source.x_Operation as operation,
         source.x_ServiceCode as service_code,
         source.Tags as tags_json,
+        -- FOCUS 1.3: the provider's split cost allocation (AllocatedTags is JSON text like Tags)
+        source.AllocatedMethodId as allocated_method_id,
+        source.AllocatedMethodDetails as allocated_method_details,
+        nullif(trim(source.AllocatedResourceId), '') as allocated_resource_id,
+        source.AllocatedResourceName as allocated_resource_name,
+        source.AllocatedTags as allocated_tags_json,
+        source.ServiceProviderName as service_provider_name,
+        source.HostProviderName as host_provider_name,
+        source.ContractApplied as contract_applied,
         source.BillingAccountType as billing_account_type,
         source.SubAccountType as sub_account_type,
         source.CapacityReservationId as capacity_reservation_id,

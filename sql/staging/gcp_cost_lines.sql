@@ -141,6 +141,8 @@ final as (
         money(null) as pricing_currency_contracted_unit_price,
         money(null) as pricing_currency_effective_cost,
         bases.resource_name,
+        -- FOCUS 1.3 split cost allocation: a FOCUS file's rows only
+        no_focus_allocation(),  -- noqa: AL03
         gcp_profile_key(bases) as profile_key  -- noqa: RF02
     from bases
     left join invoice_periods on bases.invoice_month = invoice_periods.invoice_month

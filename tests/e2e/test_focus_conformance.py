@@ -42,6 +42,11 @@ CONDITIONAL = [
     "ResourceType", "ServiceSubcategory", "SkuId", "SkuMeter", "SkuPriceDetails", "SkuPriceId",
     "SubAccountId", "SubAccountName", "SubAccountType", "Tags",
 ]  # fmt: skip
+# the columns FOCUS 1.3 adds, published as a 1.3 file delivers them (NULL on other lines)
+FOCUS_1_3 = [
+    "AllocatedMethodDetails", "AllocatedMethodId", "AllocatedResourceId", "AllocatedResourceName",
+    "AllocatedTags", "ContractApplied", "HostProviderName", "ServiceProviderName",
+]  # fmt: skip
 SERVICE_CATEGORIES = {
     "AI and Machine Learning", "Analytics", "Business Applications", "Compute", "Databases",
     "Developer Tools", "Multicloud", "Identity", "Integration", "Internet of Things",
@@ -209,12 +214,12 @@ def test_rule(con, rule: Rule) -> None:
 
 
 def test_column_presence_and_order(con) -> None:
-    """column_handling.md: all 57 FOCUS 1.2 columns are present in alphabetical order; custom
-    columns are x_-prefixed and follow the FOCUS columns."""
+    """column_handling.md: all 57 FOCUS 1.2 columns are present, with FOCUS 1.3's, in
+    alphabetical order; custom columns are x_-prefixed and follow the FOCUS columns."""
     names = [row[0] for row in con.execute("describe normalized.focus").fetchall()]
     focus = [name for name in names if not name.startswith("x_")]
     assert len(set(MANDATORY) | set(CONDITIONAL)) == 57
-    assert names[: len(focus)] == focus == sorted(MANDATORY + CONDITIONAL)
+    assert names[: len(focus)] == focus == sorted(MANDATORY + CONDITIONAL + FOCUS_1_3)
 
 
 def test_types(con) -> None:
@@ -231,6 +236,8 @@ def test_types(con) -> None:
     for name in ("BillingPeriodStart", "BillingPeriodEnd", "ChargePeriodStart", "ChargePeriodEnd"):
         assert types[name] == "TIMESTAMP WITH TIME ZONE", name
     assert (types["Tags"], types["SkuPriceDetails"]) == ("JSON", "JSON")
+    for name in ("AllocatedTags", "AllocatedMethodDetails", "ContractApplied"):  # 1.3
+        assert types[name] == "JSON", name
 
 
 def test_allowed_values(con) -> None:

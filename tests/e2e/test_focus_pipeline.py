@@ -11,7 +11,17 @@ from pathlib import Path
 import duckdb
 import pyarrow.parquet as pq
 import pytest
-from focus_world import csv_totals, mixed_rows, row, write_focus_world, write_mixed_csv
+from focus_world import (
+    ORACLE_GPU,
+    ORACLE_NODE,
+    SPLIT_NODE,
+    allocated_rows,
+    csv_totals,
+    mixed_rows,
+    row,
+    write_focus_world,
+    write_mixed_csv,
+)
 
 from pipeline import scenario
 from pipeline.common.errors import InputError
@@ -216,3 +226,100 @@ def test_normalized_focus_round_trips_as_a_focus_source(tmp_path: Path) -> None:
     assert before and after == before
     assert tagged_after == tagged_before
     assert differences == (0,)
+
+
+def _recorded_versions(folder: Path) -> dict[str, list[str]]:
+    """Each FOCUS source's recorded versions (its deliveries' delivery.json)."""
+    found: dict[str, list[str]] = {}
+    for record in (folder / "warehouse" / "raw" / "focus").rglob("delivery.json"):
+        body = json.loads(record.read_text(encoding="utf-8"))
+        found.setdefault(body["export"], []).extend(body["focus_versions"])
+    return found
+
+
+@pytest.mark.parametrize("with_provider_name", [True, False], ids=["ProviderName", "without"])
+def test_focus_1_3_allocated_rows_land_where_their_allocation_says(
+    tmp_path: Path, with_provider_name: bool
+) -> None:
+    """data_generator_calculated_split_cost_allocation_handling.md (1.3): allocated charges
+    replace their origin and sum to it. The two $1.50 halves of one $3.00 instance-hour land on
+    the attempts their AllocatedTags name (over the origin's Tags, which name another); the
+    Oracle node-hour allocated to att-3's instance (AllocatedResourceId) is placed by resource
+    and time; the bill reconciles exactly and the 1.2 file beside it reads as before."""
+    config = write_focus_world(tmp_path)
+    write_mixed_csv(
+        tmp_path / "focus" / "mixed" / "focus_2026.csv", allocated_rows(with_provider_name)
+    )
+    con = open_database(run_pipeline(load_config(config)).database)
+    costs = con.execute(
+        "select attempt_id, billed_cost, effective_cost from marts.attempt_costs "
+        "where allocation_model = 'marginal' order by all"
+    ).fetchall()
+    half, azure = Decimal("1.5"), Decimal("12.3456789012")
+    assert costs == [
+        ("att-1", half, half),
+        ("att-2", half + azure, half + Decimal(11)),
+        ("att-3", Decimal("2.95"), Decimal("2.95")),
+    ]
+    placed = con.execute(
+        "select lines.resource_id, lines.attempt_tag, slices.attribution_method, "
+        "slices.attempt_id, slices.billed_cost "
+        "from allocation.cost_allocations as slices "
+        "join normalized.cost_lines as lines using (line_id) "
+        "where slices.allocation_model = 'marginal' and lines.allocated_method_id is not null "
+        "order by all"
+    ).fetchall()
+    assert placed == [
+        (ORACLE_GPU, None, "resource_time", "att-3", Decimal("2.95")),
+        ("pod/train-a", "att-1", "tag", "att-1", half),
+        ("pod/train-b", "att-2", "tag", "att-2", half),
+    ]
+    bill = con.execute(
+        "select provider, sum(billed_cost), count(*) from normalized.cost_lines "
+        "where allocated_method_id is not null group by all order by all"
+    ).fetchall()
+    assert bill == [("aws", Decimal("3.00"), 2), ("oracle", Decimal("2.95"), 1)]
+    assert con.execute(
+        "select count(*), count(*) filter (where difference <> 0) from marts.reconciliation"
+    ).fetchone() == (3 * 4 * 2, 0)  # (provider, account, period, currency) x bases x models
+    published = con.execute(
+        "select ProviderName, ServiceProviderName, HostProviderName, ResourceId, "
+        "AllocatedResourceId, AllocatedResourceName, AllocatedMethodId, "
+        "AllocatedTags->>'user_attempt_id', Tags->>'user_attempt_id', "
+        "AllocatedMethodDetails->'Elements'->0->>'AllocatedRatio', "
+        "ContractApplied->'ContractApplied'->0->>'ContractCommitmentID' "
+        "from normalized.focus where x_SourceFormat = 'focus' order by all"
+    ).fetchall()
+    assert published == [
+        ("AWS", "AWS", "AWS", SPLIT_NODE, "pod/train-a", "train-a", "aws:eks-split-cost",
+         "att-1", "att-origin", "0.5", None),
+        ("AWS", "AWS", "AWS", SPLIT_NODE, "pod/train-b", "train-b", "aws:eks-split-cost",
+         "att-2", "att-origin", "0.5", None),
+        ("Microsoft", None, None, "/subscriptions/s2/ml/cluster-1", None, None, None, None,
+         "att-2", None, None),
+        ("Microsoft", None, None, None, None, None, None, None, None, None, None),
+        ("Oracle", "Oracle", "Oracle", ORACLE_NODE, ORACLE_GPU, None, "oci:node-pool", None,
+         None, None, "c-1"),
+    ]  # fmt: skip
+    con.close()
+    assert _recorded_versions(tmp_path) == {"mixed": ["1.3"], "azure": ["1.2"]}
+
+
+def test_allocated_tags_that_are_not_a_json_object_publish_nothing(tmp_path: Path) -> None:
+    config = write_focus_world(tmp_path)
+    rows = allocated_rows()
+    rows[1]["AllocatedTags"] = "user_attempt_id=att-2"
+    write_mixed_csv(tmp_path / "focus" / "mixed" / "focus_2026.csv", rows)
+    with pytest.raises(InputError) as error:
+        run_pipeline(load_config(config))
+    message = str(error.value)
+    assert "\n" not in message
+    assert message.endswith(
+        "focus_2026.csv: row 2 (after the header), column AllocatedTags: "
+        '\'user_attempt_id=att-2\' is not a JSON object such as {"team": "ml"}; '
+        "fix the value in the export"
+    )
+    assert not (tmp_path / "warehouse" / "snapshots").exists() or not any(
+        (tmp_path / "warehouse" / "snapshots").iterdir()
+    )
+    assert list((tmp_path / "warehouse").rglob("delivery.json")) == []

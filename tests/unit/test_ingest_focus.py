@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from decimal import Decimal
 from pathlib import Path
@@ -10,12 +11,13 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from focus_world import row, write_azure_parquet, write_mixed_csv
+from focus_world import HEADER_1_0, row, write_azure_parquet, write_mixed_csv
 
 from pipeline.common.errors import ConfigError, InputError
 from pipeline.config.loader import Config, parse_config
 from pipeline.ingest.focus_files import ingest_focus_files
 from pipeline.run.sources import register_focus
+from pipeline.warehouse.raw_store import DELIVERY_FILE, Delivery
 
 
 def config(tmp_path: Path, *files: object) -> Config:
@@ -28,6 +30,13 @@ def raw_rows(con_deliveries, sql: str) -> list[tuple]:
     con.execute("create schema raw")
     register_focus(con, con_deliveries)
     return con.execute(sql).fetchall()
+
+
+def recorded_versions(delivery: Delivery) -> list[str]:
+    """The FOCUS versions a stored delivery records (its delivery.json)."""
+    return json.loads((delivery.folder / DELIVERY_FILE).read_text(encoding="utf-8"))[
+        "focus_versions"
+    ]
 
 
 def write_text(path: Path, text: str) -> Path:
@@ -79,7 +88,12 @@ def test_the_sample_layout_reads_as_focus_1_0_split_by_billing_period(tmp_path: 
 
 @pytest.mark.parametrize(
     ("extra", "version"),
-    [({}, "1.0"), ({"SkuMeter": "GPU"}, "1.1"), ({"SkuMeter": "x", "InvoiceId": "I-1"}, "1.2")],
+    [
+        ({}, "1.0"),
+        ({"SkuMeter": "GPU"}, "1.1"),
+        ({"SkuMeter": "x", "InvoiceId": "I-1"}, "1.2"),
+        ({"InvoiceId": "I-1", "AllocatedMethodId": "NULL", "ServiceProviderName": "AWS"}, "1.3"),
+    ],
 )
 def test_the_version_is_detected_from_the_columns(tmp_path: Path, extra, version, caplog) -> None:
     line = row("AWS", 10, BilledCost="1.5", EffectiveCost="1.5", ListCost="1.5") | extra
@@ -88,7 +102,23 @@ def test_the_version_is_detected_from_the_columns(tmp_path: Path, extra, version
     (delivery,) = ingest_focus_files(config(tmp_path, "f.csv"))
     assert f"FOCUS {version}, 1 rows" in caplog.text
     invoice = raw_rows([delivery], 'select "InvoiceId" from raw.focus_billing')
-    assert invoice == [("I-1" if version == "1.2" else None,)]
+    assert invoice == [("I-1" if version in ("1.2", "1.3") else None,)]
+    assert recorded_versions(delivery) == [version]
+
+
+def test_a_1_3_file_names_its_provider_in_service_provider_name(tmp_path: Path) -> None:
+    """FOCUS 1.3 deprecates ProviderName for ServiceProviderName: a 1.3 file without it is read
+    with ServiceProviderName as its ProviderName; HostProviderName is read as delivered."""
+    line = row("AWS", 10, ServiceProviderName="Acme GPU Cloud", HostProviderName="AWS")
+    del line["ProviderName"]
+    write_mixed_csv(tmp_path / "f.csv", [line])
+    (delivery,) = ingest_focus_files(config(tmp_path, "f.csv"))
+    got = raw_rows(
+        [delivery],
+        'select "ProviderName", "ServiceProviderName", "HostProviderName" from raw.focus_billing',
+    )
+    assert got == [("Acme GPU Cloud", "Acme GPU Cloud", "AWS")]
+    assert recorded_versions(delivery) == ["1.3"]
 
 
 def test_older_names_and_other_spellings_are_read(tmp_path: Path) -> None:
@@ -224,12 +254,15 @@ def test_a_missing_required_column_is_named_with_the_version(tmp_path: Path) -> 
         ("ChargePeriodStart", "5/1/25", "'5/1/25' is not an ISO 8601 UTC date-time"),
         ("BillingPeriodStart", "2026-13-01 00:00:00", "'2026-13-01 00:00:00' is not an ISO"),
         ("Tags", "team=ml", "'team=ml' is not a JSON object"),
+        ("AllocatedTags", '["att-1"]', "'[\"att-1\"]' is not a JSON object"),
+        ("AllocatedMethodDetails", "{", "'{' is not a JSON object"),
     ],
 )
 def test_an_unparseable_value_names_row_and_column(
     tmp_path: Path, column: str, value: str, expected: str
 ) -> None:
-    rows = [row("AWS", 10), row("AWS", 10), row("AWS", 10, **{column: value})]
+    blank = {} if column in HEADER_1_0 else {column: "NULL"}  # a 1.3 column: in every row
+    rows = [row("AWS", 10, **blank), row("AWS", 10, **blank), row("AWS", 10, **{column: value})]
     write_mixed_csv(tmp_path / "focus" / "f.csv", rows)
     with pytest.raises(InputError) as error:
         ingest_focus_files(config(tmp_path, "focus"))
@@ -248,7 +281,7 @@ def test_a_file_that_is_not_focus_is_refused(tmp_path: Path) -> None:
         ingest_focus_files(config(tmp_path, "cur.csv"))
     message = str(error.value)
     assert "cur.csv: no FOCUS version recognised" in message
-    assert "not a FOCUS 1.0-1.2 Cost and Usage column set" in message
+    assert "not a FOCUS 1.0-1.3 Cost and Usage column set" in message
     assert "an AWS CUR export goes under aws.exports" in message
 
 
