@@ -8,22 +8,22 @@ import logging
 import re
 import secrets
 import shutil
-from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from datetime import UTC, date, datetime
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
+import duckdb
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from pipeline.common.duck import connect
+from pipeline.common.duck import connect, literal
 from pipeline.common.errors import InputError
 from pipeline.config.loader import Config
-from pipeline.ingest.gcp_ndjson import FIX, read_ndjson
-from pipeline.ingest.gcp_values import check_table, is_final
+from pipeline.ingest.gcp_days import BATCH, PARTITION_COLUMNS, DayParts
+from pipeline.ingest.gcp_ndjson import FIX, export_schema
+from pipeline.ingest.gcp_ndjson_blocks import write_typed
+from pipeline.ingest.gcp_values import check_rows, is_final
 from pipeline.ingest.precision import note_rounding
 from pipeline.ingest.redelivery import check_shrink
 from pipeline.ingest.value_rules import AFRESH, check_distinct_files
@@ -34,20 +34,18 @@ log = logging.getLogger("runcost")
 
 PROVIDER = "gcp"
 DATA_SUFFIXES = (".json", ".jsonl", ".ndjson", ".parquet")
-# A column naming each row's partition day, as a query-based extract can add it; without one the
-# rows are grouped by the UTC day of export_time.
-PARTITION_COLUMNS = ("partition_date", "_PARTITIONDATE", "_PARTITIONTIME")
 _STAGING = ".ingest-staging"
-_EXPORT_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 
 
-@dataclass
+@dataclass(frozen=True)
 class _Partition:
-    """The rows of one partition day of one export, one table per source file."""
+    """One partition day of one export."""
 
     export: str
     day: str
-    parts: list[tuple[Path, pa.Table]]
+
+
+_EXPORT_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 
 
 def ingest_gcp_files(config: Config, allow_shrink: Iterable[str] = ()) -> list[Delivery]:
@@ -63,8 +61,11 @@ def ingest_gcp_files(config: Config, allow_shrink: Iterable[str] = ()) -> list[D
     staging = config.warehouse / _STAGING / secrets.token_hex(4)
     try:
         # read and check every file first: an error leaves raw/ exactly as it was
-        partitions = [item for export, paths in sources.items() for item in _read(export, paths)]
-        return _store(store, partitions, staging, list(sources), config, tuple(allow_shrink))
+        staging.mkdir(parents=True)
+        parts = DayParts(staging / "parts")
+        for export, paths in sources.items():
+            _read(export, paths, parts, staging, config)
+        return _store(store, parts, list(sources), config, tuple(allow_shrink))
     finally:
         shutil.rmtree(staging, ignore_errors=True)
         if staging.parent.is_dir() and not any(staging.parent.iterdir()):
@@ -101,9 +102,9 @@ def _sources(patterns: tuple[str, ...]) -> dict[str, list[Path]]:
     return sources
 
 
-def _read(export: str, paths: list[Path]) -> list[_Partition]:
-    by_day: dict[str, list[tuple[Path, pa.Table]]] = defaultdict(list)
-    months: dict[str, dict[str, str]] = defaultdict(dict)
+def _read(export: str, paths: list[Path], parts: DayParts, staging: Path, config: Config) -> None:
+    """Check each file of one export and split its rows by partition day into ``parts``."""
+    months: dict[str, str] = {}
     check_distinct_files(
         [(path, str(path)) for path in paths],
         f"an export never holds one file twice (gcp.files source {export})",
@@ -111,148 +112,151 @@ def _read(export: str, paths: list[Path]) -> list[_Partition]:
     )
     for path in paths:
         if path.suffix == ".parquet":
-            table, lines = _read_parquet(path), None
+            typed, names, lines = path, None, None
         else:
-            table, lines = read_ndjson(path, PARTITION_COLUMNS)
-        _check_table(table, path)
-        check_table(
-            table,
-            str(path),
-            (lambda index: f"row {index + 1}")
-            if lines is None
-            else (lambda index, lines=lines: f"row {lines[index]}"),
-            FIX,
-        )
-        _note_rounding(table, path)
-        for day, part in _split_by_day(table, path):
-            by_day[day].append((path, part))
-        _check_months(table, path, export, months[export])
-    return [_Partition(export, day, parts) for day, parts in sorted(by_day.items())]
+            typed = staging / "typed.parquet"
+            names, lines = write_typed(path, PARTITION_COLUMNS, typed)
+        try:
+            file = _open_parquet(typed, path)
+            # NDJSON rows are stored as the export's Arrow types (Parquet reads lists back with
+            # other field names); a Parquet extract's as its file has them
+            schema = file.schema_arrow if names is None else export_schema(names)
+            _check_table(schema, file.metadata.num_rows, path)
+            batches = _batches(file, schema, path, cast=names is not None)
+            problem = parts.split(export, path, batches, schema.names)
+            con = connect(settings=config.duckdb_limits(staging / ".spill"))
+            try:
+                source = f"read_parquet({literal(typed)}, file_row_number = true)"
+                check_rows(
+                    con,
+                    source,
+                    schema,
+                    str(path),
+                    (lambda index: f"row {index + 1}")
+                    if lines is None
+                    else (lambda index, lines=lines: f"row {lines[index]}"),
+                    FIX,
+                )
+                if problem is not None:
+                    raise problem
+                _note_rounding(con, source, schema.names, path)
+                _check_months(con, source, path, export, months)
+            finally:
+                con.close()
+        finally:
+            if typed != path:
+                typed.unlink(missing_ok=True)
 
 
-def _check_months(table: pa.Table, path: Path, export: str, months: dict[str, str]) -> None:
-    """One invoice month has one currency (check_table has refused a month not YYYYMM)."""
-    invoices = table.column("invoice").to_pylist()
-    currencies = table.column("currency").to_pylist()
-    for row, (invoice, currency) in enumerate(zip(invoices, currencies, strict=True), start=1):
-        month = invoice["month"]
-        seen = months.setdefault(month, currency)
-        if currency != seen:
-            raise InputError(
-                f"GCP export {export} ({path}, row {row}): invoice month {month} is billed in "
-                f"several currencies ({', '.join(sorted({str(seen), str(currency)}))}); an "
-                "invoice month has one currency, so the files mix billing accounts: keep each "
-                "billing account's export in its own gcp.files entry"
-            )
-
-
-def _read_parquet(path: Path) -> pa.Table:
-    try:
-        return pq.read_table(path)
-    except (pa.ArrowException, OSError) as error:
-        detail = " ".join(str(error).split())
+def _check_months(
+    con: duckdb.DuckDBPyConnection, source: str, path: Path, export: str, months: dict[str, str]
+) -> None:
+    """One invoice month has one currency (check_rows has refused a month not YYYYMM)."""
+    found = con.execute(
+        "select invoice.month, currency, min(file_row_number) as first_row "
+        f"from {source} group by all order by first_row"
+    ).fetchall()
+    seen = dict(months)
+    for month, currency, _first in found:
+        seen.setdefault(month, currency)
+    mixed = [
+        (first, month, currency) for month, currency, first in found if currency != seen[month]
+    ]
+    if mixed:
+        first, month, currency = min(mixed)
         raise InputError(
-            f"{path}: not a readable Parquet file ({detail}), so the copy is damaged or cut "
-            "short, or not Parquet: extract the table again with destination_format PARQUET "
-            f"(or copy the file again) and run again; {AFRESH}"
-        ) from error
+            f"GCP export {export} ({path}, row {first + 1}): invoice month {month} is billed in "
+            f"several currencies ({', '.join(sorted({str(seen[month]), str(currency)}))}); an "
+            "invoice month has one currency, so the files mix billing accounts: keep each "
+            "billing account's export in its own gcp.files entry"
+        )
+    months.update(seen)
 
 
-def _check_table(table: pa.Table, path: Path) -> None:
+def _open_parquet(typed: Path, path: Path) -> pq.ParquetFile:
+    try:
+        return pq.ParquetFile(typed)
+    except (pa.ArrowException, OSError) as error:
+        raise _unreadable(path, error) from error
+
+
+def _batches(
+    file: pq.ParquetFile, schema: pa.Schema, path: Path, cast: bool
+) -> Iterator[pa.RecordBatch]:
+    """The file's rows in batches (of ``schema`` exactly, list field names too, when ``cast``);
+    a damaged page is the file's error, named."""
+    batches = file.iter_batches(batch_size=BATCH, columns=schema.names)
+    while True:
+        try:
+            batch = next(batches)
+            yield batch.cast(schema) if cast else batch
+        except StopIteration:
+            return
+        except (pa.ArrowException, OSError) as error:
+            raise _unreadable(path, error) from error
+
+
+def _unreadable(path: Path, error: Exception) -> InputError:
+    detail = " ".join(str(error).split())
+    return InputError(
+        f"{path}: not a readable Parquet file ({detail}), so the copy is damaged or cut "
+        "short, or not Parquet: extract the table again with destination_format PARQUET "
+        f"(or copy the file again) and run again; {AFRESH}"
+    )
+
+
+def _check_table(schema: pa.Schema, rows: int, path: Path) -> None:
     """The required columns, and the credits column as a list of records."""
     for name, fix in gcp_billing.REQUIRED.items():
-        if name not in table.column_names:
+        if name not in schema.names:
             raise InputError(f"{path}: the required column {name} is missing; {fix}")
-    invoice = table.schema.field("invoice").type
+    invoice = schema.field("invoice").type
     if not pa.types.is_struct(invoice) or invoice.get_field_index("month") < 0:
         raise InputError(
             f"{path}: column invoice is {invoice}, not a record with a month field; extract the "
             "export table itself, whose invoice.month names each row's invoice month"
         )
-    credits = table.schema.field("credits").type
+    credits = schema.field("credits").type
     if not pa.types.is_list(credits) or not pa.types.is_struct(credits.value_type):
         raise InputError(
             f"{path}: column credits is {credits}, not a list of records (REPEATED RECORD); "
             "extract the export table itself, whose credits are nested, not a flattened copy"
         )
-    if not table.num_rows:
+    if not rows:
         log.warning("%s: no rows", path)
 
 
-def _note_rounding(table: pa.Table, path: Path) -> None:
+def _note_rounding(
+    con: duckdb.DuckDBPyConnection, source: str, names: list[str], path: Path
+) -> None:
     """Log money (cost, cost_at_list, credits) with more than 10 decimal places."""
-    con = connect()
-    try:
-        con.register("export_rows", table)
-        money = [name for name in ("cost", "cost_at_list") if name in table.column_names]
-        parts = [f"select {name} as amount from export_rows" for name in money]
-        parts.append(
-            "select unnest(list_transform(credits, lambda c: c.amount)) as amount from export_rows"
-        )
-        note_rounding(con, "(" + " union all ".join(parts) + ")", ["amount"], str(path))
-    finally:
-        con.close()
-
-
-def _split_by_day(table: pa.Table, path: Path) -> list[tuple[str, pa.Table]]:
-    """(partition day, rows) pairs, without the partition column (raw/ keeps export columns)."""
-    present = [name for name in PARTITION_COLUMNS if name in table.column_names]
-    if present:
-        values = table.column(present[0]).to_pylist()
-        days = pa.array([_day(value, f"{path}: {present[0]}") for value in values], pa.string())
-    elif "export_time" in table.column_names:
-        # the UTC day of each export_time, computed over the column (a row at a time in Python
-        # cost 13 CPU s per 1M rows)
-        exported = pc.cast(table.column("export_time"), pa.timestamp("us", tz="UTC"))
-        days = pc.strftime(exported, format="%Y-%m-%d")
-    else:
-        raise InputError(
-            f"{path}: the column export_time is missing, and there is no partition_date column; "
-            "one of them says which partition day a row belongs to"
-        )
-    if days.null_count:
-        row = pc.index(pc.is_null(days), True).as_py() + 1
-        raise InputError(f"{path}: row {row}: no partition day (export_time is empty)")
-    data = table.drop_columns(present)
-    return [
-        (day, data.filter(pc.equal(days, day)))  # a filter keeps the file's row order
-        for day in sorted(pc.unique(days).to_pylist())
-    ]
-
-
-def _day(value: Any, where: str) -> str:
-    if isinstance(value, datetime):
-        moment = value.astimezone(UTC) if value.tzinfo else value
-        return moment.date().isoformat()
-    if isinstance(value, date):
-        return value.isoformat()
-    text = str(value)[:10]
-    try:
-        return date.fromisoformat(text).isoformat()
-    except ValueError as error:
-        raise InputError(f"{where}: {value!r} is not a date (YYYY-MM-DD)") from error
+    money = [name for name in ("cost", "cost_at_list") if name in names]
+    parts = [f"select {name} as amount from {source}" for name in money]
+    parts.append(
+        f"select unnest(list_transform(credits, lambda c: c.amount)) as amount from {source}"
+    )
+    note_rounding(con, "(" + " union all ".join(parts) + ")", ["amount"], str(path))
 
 
 def _store(
     store: RawStore,
-    partitions: list[_Partition],
-    staging: Path,
+    parts: DayParts,
     exports: list[str],
     config: Config,
     allow_shrink: tuple[str, ...],
 ) -> list[Delivery]:
     staged = []
-    for number, partition in enumerate(partitions):
-        folder = staging / f"{number:05d}"
-        folder.mkdir(parents=True)
-        files = []
-        for index, (source, table) in enumerate(partition.parts):
-            name = f"part-{index:03d}.parquet"
-            pq.write_table(table, folder / name)
-            files.append({"name": name, "source": str(source), "etag": None})
-        digest = "".join(sha256_file(folder / item["name"]) for item in files)
-        delivery_id = sha256_text(partition.day + digest)[:16]
-        staged.append((partition, folder, files, delivery_id))
+    for export in exports:
+        for key in sorted(key for key in parts.parts if key[0] == export):
+            paths = [path for _source, path in parts.parts[key]]
+            folder = paths[0].parent
+            files = [
+                {"name": path.name, "source": str(source), "etag": None}
+                for source, path in parts.parts[key]
+            ]
+            digest = "".join(sha256_file(path) for path in paths)
+            delivery_id = sha256_text(key[1] + digest)[:16]
+            staged.append((_Partition(*key), folder, files, delivery_id))
     now = datetime.now(UTC)
     for partition, folder, files, delivery_id in staged:  # every check before the first commit
         check_shrink(

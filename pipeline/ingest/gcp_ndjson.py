@@ -80,8 +80,13 @@ def _read(path: Path, partition_columns: tuple[str, ...]) -> tuple[pa.Table, lis
         log.warning("%s: columns outside the billing export ignored: %s", path, sorted(ignored))
     names = [name for name, _ in gcp_billing.DETAILED if name in columns]
     names += [name for name in partition_columns if name in columns]
-    fields = [pa.field(name, gcp_billing.TYPES.get(name, pa.string())) for name in names]
-    return pa.Table.from_pylist(rows, schema=pa.schema(fields)), lines
+    return pa.Table.from_pylist(rows, schema=export_schema(names)), lines
+
+
+def export_schema(names: list[str]) -> pa.Schema:
+    """The Arrow schema of an extract's columns ``names``: the export's types, partition
+    columns as text."""
+    return pa.schema([pa.field(name, gcp_billing.TYPES.get(name, pa.string())) for name in names])
 
 
 Converter = Callable[[Any, Path, int], Any]

@@ -75,20 +75,6 @@ def _has_list_field(kind: pa.DataType, field: str) -> bool:
     return pa.types.is_list(kind) and _has_field(kind.value_type, field)
 
 
-def check_table(
-    table: pa.Table, where: str, row: Callable[[int], str], fix: str, afresh: str = AFRESH
-) -> None:
-    """Refuse the first bad value, then the first row copied, of one file's rows; ``row``
-    names a row (0-based) as the file counts it."""
-    numbered = table.append_column("__runcost_row", pa.array(range(table.num_rows), pa.int64()))
-    con = connect()
-    try:
-        con.register("export_rows", numbered)
-        _check(con, "export_rows", "__runcost_row", table.schema, where, row, fix, afresh)
-    finally:
-        con.close()
-
-
 TABLE_FIX = (
     "Fix the table (correct the row in BigQuery, or point gcp.tables at the Cloud Billing export "
     "table itself rather than a copy)"
@@ -100,7 +86,7 @@ TABLE_AFRESH = (
 
 
 def check_partition(path: Path, where: str) -> None:
-    """check_table over a partition read from BigQuery into ``path`` (Parquet). Its rows have no
+    """check_rows over a partition read from BigQuery into ``path`` (Parquet). Its rows have no
     order of their own, so a row is named by its place in the read and what finds it again."""
     con = connect()
     try:
@@ -127,6 +113,20 @@ def check_partition(path: Path, where: str) -> None:
 
 def _path(name: str) -> str:
     return ".".join(identifier(part) for part in name.split("."))
+
+
+def check_rows(
+    con: duckdb.DuckDBPyConnection,
+    source: str,
+    schema: pa.Schema,
+    where: str,
+    row: Callable[[int], str],
+    fix: str,
+) -> None:
+    """Refuse the first bad value, then the first row copied, of ``source``: a
+    read_parquet(..., file_row_number = true) of one file's rows with the columns of ``schema``
+    (any other is NULL); ``row`` names a row (0-based) as the file counts it."""
+    _check(con, source, "file_row_number", schema, where, row, fix, AFRESH)
 
 
 def _check(
