@@ -58,11 +58,13 @@ def read(
         log.warning(
             "%s: %d attempt(s) have no %s sample in their held GPU intervals (coverage 0; "
             "Prometheus may have dropped data older than its retention, or the series lack the "
-            "%s labels): %s",
+            "%s): %s",
             label,
             len(missing),
             config.metric,
-            "namespace and pod" if config.by == "pod" else config.host_label,
+            "namespace and pod labels"
+            if config.by == "pod"
+            else f"{config.host_label} label, or their instances are not in the node map",
             ", ".join(missing[:SHOWN]) + (" ..." if len(missing) > SHOWN else ""),
             extra={"stage": "telemetry"},
         )
@@ -70,25 +72,30 @@ def read(
 
 
 def held_gpus(tables: dict[str, pa.Table], by: str, now: dt.datetime) -> list[Target]:
-    """The attempts' held GPU intervals: attempt_resources rows with GPUs (and, by pod, a pod),
-    ending at the row's end, else its attempt's, else ``now``."""
-    ends = {
-        row["attempt_id"]: row["ended_at"]
-        for row in tables["attempts"].select(["attempt_id", "ended_at"]).to_pylist()
+    """The attempts' held GPU intervals: attempt_resources rows with GPUs (and, by pod, a pod).
+    A row's empty start, end or GPU count is its attempt's (data dictionary); an interval still
+    open ends at ``now``."""
+    attempts = {
+        row["attempt_id"]: row
+        for row in tables["attempts"]
+        .select(["attempt_id", "started_at", "ended_at", "gpu_count"])
+        .to_pylist()
     }
     columns = ["attempt_id", "resource_id", "resource_kind", "started_at", "ended_at", "gpu_count"]
     targets, seen = [], set()
     for row in tables["attempt_resources"].select([*columns, "pod"]).to_pylist():
-        if not row["gpu_count"] or row["started_at"] is None:
+        attempt = attempts.get(row["attempt_id"], {})
+        gpus = row["gpu_count"] if row["gpu_count"] is not None else attempt.get("gpu_count")
+        start = row["started_at"] or attempt.get("started_at")
+        if not gpus or start is None:
             continue
         if by == "pod" and (row["pod"] is None or row["resource_kind"] == "eks_pod"):
             continue  # the pod's instance row holds its GPUs; its ARN row repeats them
-        end = row["ended_at"] or ends.get(row["attempt_id"]) or now
+        end = row["ended_at"] or attempt.get("ended_at") or now
         key = row["pod"] if by == "pod" else row["resource_id"]
         target = Target(
-            row["attempt_id"], row["resource_id"], key, epoch(row["started_at"]), epoch(end),
-            int(row["gpu_count"]),
-        )  # fmt: skip
+            row["attempt_id"], row["resource_id"], key, epoch(start), epoch(end), int(gpus)
+        )
         if target.end > target.start and (target.attempt_id, key, target.start) not in seen:
             seen.add((target.attempt_id, key, target.start))
             targets.append(target)

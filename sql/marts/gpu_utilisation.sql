@@ -1,8 +1,9 @@
 -- Measured GPU utilisation of each attempt beside its billed accelerator cost: the idle share of that cost.
 -- grain: one row per (attempt_id, allocation_model), for every attempt a prometheus source measured
 -- Held GPU-hours: gpu_count x [started_at, ended_at) of the attempt_resources rows the source measured (those
--- gpu_usage names), an open one held until its attempt's end, else the run clock. Sampled GPU-hours: the seconds
--- samples cover (coverage = sampled / held: no sample is not zero). Busy GPU-hours weigh them by utilisation;
+-- gpu_usage names; an empty count, start or end is the attempt's), an open one held until the run clock.
+-- Sampled GPU-hours: the seconds samples cover (coverage = sampled / held: no sample is not zero). Busy GPU-hours
+-- weigh them by utilisation;
 -- idle GPU-hours are the sampled ones below idle_below percent. Accelerator cost: the attempt's effective_cost on
 -- accelerator lines (GPU SKUs, and compute lines of GPU instance types) under each model; idle_cost and
 -- unsampled_cost are its shares by idle and by unsampled GPU-hours of the held ones, rounded to 10 places, and
@@ -42,10 +43,10 @@ held as (
     select
         attempt_resources.attempt_id,
         exact_double_sum(
-            attempt_resources.gpu_count
+            coalesce(attempt_resources.gpu_count, attempts.gpu_count)
             * (
                 epoch_us(coalesce(attempt_resources.ended_at, attempts.ended_at, run_clock.now))
-                - epoch_us(attempt_resources.started_at)
+                - epoch_us(coalesce(attempt_resources.started_at, attempts.started_at))
             )
             / 3600000000.0
         ) as held_gpu_hours
@@ -56,7 +57,9 @@ held as (
             and attempt_resources.resource_id = measured_resources.resource_id
     inner join attempts on attempt_resources.attempt_id = attempts.attempt_id
     cross join run_clock
-    where attempt_resources.gpu_count > 0 and attempt_resources.started_at is not null
+    where
+        coalesce(attempt_resources.gpu_count, attempts.gpu_count) > 0
+        and coalesce(attempt_resources.started_at, attempts.started_at) is not null
     group by attempt_resources.attempt_id
 ),
 
