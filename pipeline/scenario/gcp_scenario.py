@@ -13,7 +13,15 @@ import pyarrow.parquet as pq
 
 from pipeline.scenario.expected import write_expected
 from pipeline.scenario.gcp_oracle import compute_gcp
-from pipeline.scenario.gcp_world import ACCOUNT, PROJECT, REGION, ZONE, GcpRow, build_gcp_world
+from pipeline.scenario.gcp_world import (
+    ACCOUNT,
+    GKE,
+    PROJECT,
+    REGION,
+    ZONE,
+    GcpRow,
+    build_gcp_world,
+)
 from pipeline.scenario.oracle import OraclePool
 from pipeline.scenario.telemetry_writer import write_telemetry
 from schemas import gcp_billing
@@ -50,6 +58,13 @@ name = "gcp-unused-reservations"
 selector = "resource_class = 'unused_reservation'"
 driver = "gpu_seconds"
 spread = "charge_period"
+
+# The GKE cluster management fee: each hour's fee goes to the attempts running then.
+[[pools]]
+name = "gke-control-plane"
+selector = "service_name = 'Kubernetes Engine'"
+driver = "gpu_seconds"
+spread = "charge_period"
 """
 
 POOLS = [
@@ -64,6 +79,12 @@ POOLS = [
         matches=lambda row: (
             row.system_labels.get("compute.googleapis.com/is_unused_reservation") == "true"
         ),
+        driver="gpu_seconds",
+        spread="charge_period",
+    ),
+    OraclePool(
+        name="gke-control-plane",
+        matches=lambda row: row.service == GKE,
         driver="gpu_seconds",
         spread="charge_period",
     ),

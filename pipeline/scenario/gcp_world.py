@@ -1,4 +1,5 @@
-"""The GCP demo world: GPU VMs, a disk, GKE pods, credits, tax and late rows, with telemetry."""
+"""The GCP demo world: GPU VMs (N1 with T4s, A2, a Spot VM), disks, egress, GKE pods and its cluster
+fee, commitments, credits, tax and late rows, with telemetry."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ PROJECT = "ml-research-prod"
 REGION, ZONE = "us-central1", "us-central1-a"
 COMPUTE = ("6F81-5844-456A", "Compute Engine")
 INVOICE = ("2B6C-1A8E-7F20", "Invoice")
+GKE = ("CCD8-9BF1-090E", "Kubernetes Engine")
 HOUR = timedelta(hours=1)
 GIB = 2**30
 LATE_MONTH = "202611"
@@ -31,6 +33,13 @@ PD = ("D973-5D65-BAB2", "Balanced PD Capacity", Decimal("0.000136986"))  # per G
 EGRESS = ("DFA5-B5C6-36D6", "Network Internet Egress from Americas to EMEA", Decimal("0.12"))
 CUD_CPU = ("3C1E-44A2-0F11", "Commitment v1: A2 Cpu in Americas for 1 Year", Decimal("0.019915"))
 CUD_RAM = ("3C1E-44A2-0F12", "Commitment v1: A2 Ram in Americas for 1 Year", Decimal("0.002669"))
+SPOT_CORE = ("9A2B-1C3D-5E01", "Spot Preemptible N1 Predefined Instance Core running in Americas",
+             Decimal("0.006655"))  # fmt: skip
+SPOT_RAM = ("9A2B-1C3D-5E02", "Spot Preemptible N1 Predefined Instance Ram running in Americas",
+            Decimal("0.000892"))  # fmt: skip
+SPOT_T4 = ("9A2B-1C3D-5E03", "Nvidia Tesla T4 GPU attached to Spot Preemptible VMs running in "
+           "Americas", Decimal("0.14"))  # fmt: skip
+GKE_FEE = ("B561-BFBD-1264", "Zonal Kubernetes Clusters", Decimal("0.10"))  # per cluster-hour
 
 
 @dataclass(frozen=True)
@@ -107,6 +116,7 @@ EXPERIMENTS = [
     Experiment("exp-gcp-bert", "language", "eval_f1", 0.9, True),
     Experiment("exp-gcp-llm", "foundation-models", "val_loss", 2.0, False),
     Experiment("exp-gcp-gke", "perception", "top1_accuracy", 0.8, True),
+    Experiment("exp-gcp-spot", "language", "eval_f1", 0.9, True),
 ]
 
 
@@ -119,6 +129,7 @@ def _attempt(
     status: str = "succeeded",
     parent: str | None = None,
     cluster: str = "",
+    capacity: str = "on_demand",
 ) -> Attempt:
     team = next(item.team for item in EXPERIMENTS if item.experiment_id == experiment_id)
     started, ended = times
@@ -127,7 +138,7 @@ def _attempt(
         model_version=f"{experiment_id.removeprefix('exp-')}-v1", config_version="cfg-base",
         dataset_snapshot="snap-2026-10-01", provider="gcp", account_id=PROJECT, region=REGION,
         cluster=cluster, namespace=team, instance_type=machine, gpu_type=gpu[0],
-        gpu_count=gpu[1], node_count=1, capacity_type="on_demand",
+        gpu_count=gpu[1], node_count=1, capacity_type=capacity,
         submitted_at=started - timedelta(minutes=5), started_at=started, ended_at=ended,
         status=status, failure_reason=None if status == "succeeded" else "CUDA error",
         metric_name=None, metric_value=None, artifact_uri=None,
@@ -135,6 +146,7 @@ def _attempt(
 
 
 BERT_VM, BERT_VM_2, BERT_DISK = "bert-n1-t4-0", "bert-n1-t4-1", "bert-n1-t4-0-data"
+SPOT_VM, ORPHAN_DISK = "bert-n1-t4-spot-0", "scratch-pd-orphan"
 A2_VM = "llm-a2-highgpu-1g-0"
 A2_PATH = f"projects/{PROJECT}/zones/{ZONE}/instances/{A2_VM}"
 GKE_NODE = "gke-ml-gke-gpu-pool-5f2c9a1e-k7xq"
@@ -151,6 +163,8 @@ ATTEMPTS = [
              (utc(16, 2), utc(16, 5)), cluster="ml-gke"),
     _attempt("att-gke-02", "exp-gcp-gke", "n1-standard-16", ("nvidia-tesla-t4", 1),
              (utc(16, 2), utc(16, 4)), cluster="ml-gke"),
+    _attempt("att-spot-01", "exp-gcp-spot", "n1-standard-4", ("nvidia-tesla-t4", 1),
+             (utc(20, 6), utc(20, 8)), capacity="spot"),
 ]  # fmt: skip
 BY_ID = {attempt.attempt_id: attempt for attempt in ATTEMPTS}
 
@@ -275,6 +289,7 @@ def build_gcp_world(seed: int = 7) -> GcpWorld:
     )
     _a2(bill)
     _gke(bill)
+    _spot_and_orphan(bill)
     # a usage correction on November's invoice for an October hour of att-gn1-01's GPU
     original = next(row for row in bill.rows if row.sku == T4 and row.usage_start == utc(12, 11))
     adjustment = {
@@ -342,6 +357,20 @@ def _gke(bill: _Bill) -> None:
             idle = {"goog-k8s-cluster-name": "ml-gke", "k8s-namespace": "kube:unallocated"}
             usage = usage_of(total - used, unit)
             bill.add(sku, start, Decimal(total - used), usage, labels=idle, resource_name=GKE_NODE)
+        # the cluster management fee, an hour of the cluster's control plane
+        cluster = {"goog-k8s-cluster-name": "ml-gke"}
+        bill.add(GKE_FEE, start, Decimal(1), usage_of(1, "seconds"), labels=cluster, service=GKE)
+
+
+def _spot_and_orphan(bill: _Bill) -> None:
+    """A Spot N1 VM with a T4 (Dynamic pricing), and a persistent disk no attempt ever held,
+    billed for 30 hours: an unattached disk."""
+    machine = ((SPOT_CORE, 4), (SPOT_RAM, 15), (SPOT_T4, 1))
+    for start, _ in hours(utc(20, 6), utc(20, 8)):
+        bill.vm_hour(start, machine, SPOT_VM, _tags("att-spot-01"), spec="n1-standard-4")
+    for start, _ in hours(utc(20, 0), utc(21, 6)):
+        usage = (Decimal(200 * GIB * 3600), "byte-seconds", "gibibyte month")
+        bill.add(PD, start, Decimal(200), usage, resource_name=ORPHAN_DISK)
 
 
 def _invoice_rows(bill: _Bill) -> None:

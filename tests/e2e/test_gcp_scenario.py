@@ -107,7 +107,7 @@ def test_attempt_costs_equal_the_oracle_in_all_four_bases(published) -> None:
     )
     got = {(row[0], row[1]): row[2:] for row in cursor.fetchall()}
     want = read_csv(expected / "attempt_costs.csv")
-    assert len(want) == 12  # 6 attempts x 2 models
+    assert len(want) == 14  # 7 attempts x 2 models
     assert sorted(got) == sorted((row["attempt_id"], row["allocation_model"]) for row in want)
     for row in want:
         key = (row["attempt_id"], row["allocation_model"])
