@@ -4,9 +4,12 @@ telemetry.gpu_usage, and a later run whose Prometheus has dropped them keeps the
 from __future__ import annotations
 
 import datetime as dt
+import os
+import shutil
 from decimal import Decimal
 from pathlib import Path
 
+import pytest
 from builders import records
 from prometheus_server import Sample, prometheus_server
 
@@ -103,3 +106,18 @@ def test_windows_are_published_and_kept_when_prometheus_drops_them(tmp_path: Pat
     with prometheus_server(tmp_path / "p2", METRIC, later) as url:
         second = run_pipeline(load_config(configure(world, url)), now=CLOCK)
     assert measured(second.database) == every
+
+
+@pytest.mark.slow
+def test_the_measured_world_gives_the_same_tables_on_spark(tmp_path: Path) -> None:
+    pytest.importorskip("pyspark", reason="the Spark engine needs the spark extra")
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        pytest.skip("PySpark needs a Java runtime, 17 or later (.ci/run installs one)")
+    from engine_compare import same_tables_on_both_engines
+
+    world = tmp_path / "world"
+    write_scenario(world)
+    conf = '[spark.conf]\n"spark.sql.shuffle.partitions" = 1\n"spark.default.parallelism" = 1\n'
+    with prometheus_server(tmp_path / "p1", METRIC, vis_samples()) as url:
+        duckdb_run = same_tables_on_both_engines(configure(world, url), conf)
+    assert len(measured(duckdb_run.database)) == 18  # 9 attempts holding GPUs x 2 models
