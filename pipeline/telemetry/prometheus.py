@@ -82,15 +82,22 @@ def held_gpus(tables: dict[str, pa.Table], by: str, now: dt.datetime) -> list[Ta
         .to_pylist()
     }
     columns = ["attempt_id", "resource_id", "resource_kind", "started_at", "ended_at", "gpu_count"]
+    rows = tables["attempt_resources"].select([*columns, "pod"]).to_pylist()
+    # a pod's instance row holds its GPUs and its EKS ARN row repeats them: the ARN row counts
+    # only for a pod without an instance row (a pods dump read without its nodes)
+    placed = {(r["attempt_id"], r["pod"]) for r in rows if r["resource_kind"] != "eks_pod"}
     targets, seen = [], set()
-    for row in tables["attempt_resources"].select([*columns, "pod"]).to_pylist():
+    for row in rows:
         attempt = attempts.get(row["attempt_id"], {})
         gpus = row["gpu_count"] if row["gpu_count"] is not None else attempt.get("gpu_count")
         start = row["started_at"] or attempt.get("started_at")
         if not gpus or start is None:
             continue
-        if by == "pod" and (row["pod"] is None or row["resource_kind"] == "eks_pod"):
-            continue  # the pod's instance row holds its GPUs; its ARN row repeats them
+        if by == "pod" and (
+            row["pod"] is None
+            or (row["resource_kind"] == "eks_pod" and (row["attempt_id"], row["pod"]) in placed)
+        ):
+            continue
         end = row["ended_at"] or attempt.get("ended_at") or now
         key = row["pod"] if by == "pod" else row["resource_id"]
         target = Target(

@@ -11,11 +11,12 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from builders import attempts_table
+from builders import attempts_table, resources_table
 
 from pipeline.common.errors import InputError
 from pipeline.telemetry.canonical import arrow_schema
-from pipeline.telemetry.prometheus import chunks, promql
+from pipeline.telemetry.gpu_usage import Target
+from pipeline.telemetry.prometheus import chunks, held_gpus, promql
 from pipeline.telemetry.prometheus_api import MAX_POINTS, Settings, decode
 from pipeline.telemetry.published import kept_usage
 
@@ -110,3 +111,40 @@ def test_a_run_keeps_the_published_windows_of_attempts_it_found_no_sample_of(
     ]  # fmt: skip
     # "gone" is no longer an attempt: its windows go with it
     assert kept_usage(tmp_path / "absent.parquet", measured, attempts) == measured
+
+
+def test_held_gpus_are_the_resource_rows_with_gpus_each_pod_once() -> None:
+    at = dt.datetime(2026, 10, 1, 10, tzinfo=UTC)
+    hour = dt.timedelta(hours=1)
+    attempts = attempts_table(
+        [
+            {"attempt_id": "a", "experiment_id": "e", "started_at": at, "ended_at": at + hour},
+            {"attempt_id": "b", "experiment_id": "e", "gpu_count": 2, "started_at": at},
+        ]
+    )
+    arn = "arn:aws:eks:us-east-1:1:pod/c/ml/p-b/uid"
+    resources = resources_table(
+        [
+            # a's pod: its instance row and its ARN row (the same GPUs), and a volume
+            {"attempt_id": "a", "resource_id": "i-1", "resource_kind": "ec2_instance",
+             "started_at": at, "ended_at": at + hour, "gpu_count": 4, "pod": "ml/p-a"},
+            {"attempt_id": "a", "resource_id": "arn-a", "resource_kind": "eks_pod",
+             "started_at": at, "ended_at": at + hour, "gpu_count": 4, "pod": "ml/p-a"},
+            {"attempt_id": "a", "resource_id": "vol-1", "gpu_count": 0, "pod": "ml/p-a"},
+            # b's pod has only its ARN row (no nodes dump), its count and times the attempt's
+            {"attempt_id": "b", "resource_id": arn, "resource_kind": "eks_pod", "pod": "ml/p-b"},
+        ]
+    )  # fmt: skip
+    tables = {"attempts": attempts, "attempt_resources": resources}
+    now = at + 3 * hour
+    t = at.timestamp()
+    assert held_gpus(tables, "pod", now) == [
+        Target("a", "i-1", "ml/p-a", t, t + 3600, 4),
+        Target("b", arn, "ml/p-b", t, t + 3 * 3600, 2),  # still running: held until now
+    ]
+    # by host every row with GPUs is an instance to look up in the node map
+    assert [target.resource_id for target in held_gpus(tables, "host", now)] == [
+        "i-1",
+        "arn-a",
+        arn,
+    ]
