@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import codecs
 import json
-import mmap
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,7 +23,7 @@ import pyarrow.compute as pc
 import pyarrow.json as pj
 import pyarrow.parquet as pq
 
-from pipeline.ingest.gcp_ndjson import read_ndjson
+from pipeline.ingest.gcp_ndjson import export_schema, read_ndjson
 from schemas import gcp_billing
 
 # bytes of JSON per Arrow block (about 3,400 export rows): the reader parses blocks ahead on
@@ -42,19 +41,33 @@ def write_typed(
     path: Path, partition_columns: tuple[str, ...], target: Path
 ) -> tuple[list[str], list[int] | None]:
     """Write ``path``'s rows typed by the export schema to the Parquet file ``target``: the
-    columns the file has (the others are NULL in ``target``), and the file line of each row
-    when rows are not simply lines 1..n (None)."""
+    columns the file has (any other of ``target`` is NULL), and the file line of each row when
+    rows are not simply lines 1..n (None)."""
     rows = _object_lines(path)
-    if rows:
-        try:
-            columns = _write_blocks(path, partition_columns, target, rows)
-        except _NOT_TYPED:
-            columns = None
-        if columns is not None:
-            return columns, None
+    first = _first_keys(path) if rows else None
+    if first is not None:
+        known = [name for name, _ in gcp_billing.DETAILED] + list(partition_columns)
+        # the columns the first line names, the usual case (Arrow's reader refuses a line naming
+        # another); then every column, should a later line name one the first leaves out
+        for names in ([name for name in known if name in first], known):
+            try:
+                columns = _write_blocks(path, names, target, rows, first)
+            except _NOT_TYPED:
+                continue
+            if columns is not None:
+                return columns, None
     table, lines = read_ndjson(path, partition_columns)
     pq.write_table(table, target)
     return table.column_names, lines
+
+
+def _first_keys(path: Path) -> set[str] | None:
+    with path.open("rb") as handle:
+        try:
+            record = json.loads(handle.readline())
+        except ValueError:
+            return None
+    return set(record) if isinstance(record, dict) else None
 
 
 def _object_lines(path: Path) -> int:
@@ -85,24 +98,18 @@ def _object_lines(path: Path) -> int:
     return newlines + (0 if ends_line or not size else 1)
 
 
-def json_schema(partition_columns: tuple[str, ...]) -> pa.Schema:
-    """The export's columns as Arrow's reader reads them: timestamps as their text."""
-    fields = [
-        pa.field(name, pa.string() if pa.types.is_timestamp(kind) else kind)
-        for name, kind in gcp_billing.DETAILED
-    ]
-    return pa.schema(fields + [pa.field(name, pa.string()) for name in partition_columns])
-
-
 def _write_blocks(
-    path: Path, partition_columns: tuple[str, ...], target: Path, rows: int
+    path: Path, names: list[str], target: Path, rows: int, first: set[str]
 ) -> list[str] | None:
-    """The columns found, or None when the file needs the row decoder after all."""
-    options = pj.ParseOptions(
-        explicit_schema=json_schema(partition_columns), unexpected_field_behavior="error"
-    )
+    """Read the columns ``names``: those the file has, or None when the file needs the row
+    decoder after all."""
+    schema = export_schema(names)
+    text = [
+        pa.field(field.name, pa.string() if pa.types.is_timestamp(field.type) else field.type)
+        for field in schema
+    ]
+    options = pj.ParseOptions(explicit_schema=pa.schema(text), unexpected_field_behavior="error")
     reader = pj.open_json(path, pj.ReadOptions(block_size=BLOCK), options)
-    schema = _typed_schema(partition_columns)
     written = 0
     valued: set[str] = set()
     with pq.ParquetWriter(target, schema) as writer:
@@ -112,10 +119,28 @@ def _write_blocks(
                 return None
             writer.write_batch(typed)
             written += typed.num_rows
-            valued.update(name for name in schema.names if typed[name].null_count < len(typed))
+            valued.update(name for name in names if typed[name].null_count < len(typed))
     if written != rows:  # two objects on one line
         return None
-    return _columns(path, schema.names, valued)
+    # a column null on every row is the file's when the first line names it, and not when no
+    # line does; named on a later line only, the row decoder tells
+    unsure = [name for name in names if name not in valued and name not in first]
+    if unsure and _names_any(path, [json.dumps(name).encode() for name in unsure]):
+        return None
+    return [name for name in names if name in valued or name in first]
+
+
+def _names_any(path: Path, quoted: list[bytes]) -> bool:
+    """Whether any of the byte strings ``quoted`` occurs in the file."""
+    overlap = max(len(item) for item in quoted) - 1
+    tail = b""
+    with path.open("rb") as handle:
+        while chunk := handle.read(_CHUNK):
+            window = tail + chunk
+            if any(item in window for item in quoted):
+                return True
+            tail = window[-overlap:]
+    return False
 
 
 def _batches(reader: pj.JSONStreamingReader) -> Iterator[pa.RecordBatch]:
@@ -124,13 +149,6 @@ def _batches(reader: pj.JSONStreamingReader) -> Iterator[pa.RecordBatch]:
             yield reader.read_next_batch()
         except StopIteration:
             return
-
-
-def _typed_schema(partition_columns: tuple[str, ...]) -> pa.Schema:
-    return pa.schema(
-        list(gcp_billing.arrow_schema())
-        + [pa.field(name, pa.string()) for name in partition_columns]
-    )
 
 
 def _typed(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch | None:
@@ -145,20 +163,3 @@ def _typed(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch | None:
             array = pc.cast(naive, pa.timestamp("us")).cast(field.type)
         arrays.append(array)
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
-
-
-def _columns(path: Path, names: list[str], valued: set[str]) -> list[str] | None:
-    """The columns the file has: those holding a value, and those named only with null. A column
-    null on every row is the file's when its first line names it, and not when no line does;
-    else (named on a later line only) None, for the row decoder to tell."""
-    with path.open("rb") as handle:
-        try:
-            first = set(json.loads(handle.readline()))
-        except ValueError:
-            return None
-    unsure = [name for name in names if name not in valued and name not in first]
-    if unsure:
-        with path.open("rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as m:
-            if any(m.find(json.dumps(name).encode()) >= 0 for name in unsure):
-                return None
-    return [name for name in names if name in valued or name in first]

@@ -83,6 +83,18 @@ def test_an_extract_is_typed_by_blocks_as_the_row_decoder_types_it(tmp_path, mon
     assert table.column("partition_date").to_pylist() == [None, None, None, "2026-10-31"]
 
 
+def test_a_column_a_later_line_names_is_read_by_blocks_too(tmp_path, monkeypatch):
+    """An extract may leave out a null field: the first line does not name every column."""
+    rows = [extract_row(0), extract_row(1, seller_name="Marketplace seller")]
+    path = write_lines(tmp_path / "a.json", [json.dumps(item) for item in rows])
+    want = expected(path)
+    no_row_decoder(monkeypatch)
+    table, lines = typed(path, tmp_path)
+    assert lines is None
+    assert table.equals(want)
+    assert table.column("seller_name").to_pylist() == [None, "Marketplace seller"]
+
+
 ROW_DECODER = {
     # the file: (its lines, the row of each table row as the file counts it)
     "a blank line": (["", "{}"], [1, 3]),
