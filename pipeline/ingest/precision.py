@@ -4,6 +4,7 @@ FOCUS), since cost lines round it to DECIMAL(38, 10) (raw/ keeps the delivered v
 from __future__ import annotations
 
 import logging
+import re
 from decimal import Decimal
 
 import duckdb
@@ -11,6 +12,7 @@ import duckdb
 from pipeline.common.money import MONEY_SQL
 
 log = logging.getLogger("runcost")
+_DECIMAL = re.compile(r"DECIMAL\(\d+, ?(\d+)\)")
 
 
 def rounding(
@@ -37,26 +39,31 @@ def rounding(
 
 def _more_than_ten_places(value: str, kind: str) -> str:
     """A filter that drops the values that cannot carry more than 10 decimal places, cheaply
-    (may_round); only the rest are written as text. A column of another kind than DOUBLE is
-    read whole through its text."""
+    (may_round); only the rest are written as text. A text column is read whole."""
     found = may_round(value, kind)
     return f" where {found}" if found else ""
 
 
 def may_round(value: str, kind: str) -> str | None:
-    """SQL true for a value of a DOUBLE column that may carry more than 10 decimal places (NULL
-    does not); None for a column of another kind, which only its text can tell. A DOUBLE that
-    reads back from DECIMAL(18, 10) as itself has a form with 10 places, so its shortest form
-    has no more: 0.2 CPU s per column per 1M values less than writing it as text. The 64-bit
-    DECIMAL(18, 10) costs a third less than DECIMAL(38, 10) (2.3-2.7 against 3.2-3.7 CPU s for
-    the 20 money columns of the 10M benchmark); a value of 1e8 or more does not fit it and is
-    flagged, which only costs time."""
-    if kind != "DOUBLE":
+    """SQL true for a value that may carry more than 10 decimal places (NULL does not); None
+    for a column of a kind only its text can tell (text). A DOUBLE that reads back from
+    DECIMAL(18, 10) as itself has a form with 10 places, so its shortest form has no more: 0.2
+    CPU s per column per 1M values less than writing it as text. The 64-bit DECIMAL(18, 10)
+    costs a third less than DECIMAL(38, 10) (2.3-2.7 against 3.2-3.7 CPU s for the 20 money
+    columns of the 10M benchmark); a value of 1e8 or more does not fit it and is flagged, which
+    only costs time. A DECIMAL carries more than 10 places only beyond its 10th: a FOCUS file's
+    DECIMAL(38, 18) money is compared with itself rounded, not written as text."""
+    if kind == "DOUBLE":
+        return (
+            f"({value} is not null and not coalesce("
+            f"cast(try_cast({value} as decimal(18, 10)) as double) = {value}, false))"
+        )
+    decimal = _DECIMAL.fullmatch(kind)
+    if decimal is None:
         return None
-    return (
-        f"({value} is not null and not coalesce("
-        f"cast(try_cast({value} as decimal(18, 10)) as double) = {value}, false))"
-    )
+    if int(decimal.group(1)) <= 10:
+        return "false"
+    return f"({value} is not null and {value} <> round({value}, 10))"
 
 
 def note_rounding(

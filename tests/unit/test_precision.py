@@ -17,7 +17,7 @@ from test_ingest_aws import EXPORT, config_for, cur_table, write_export
 
 from pipeline.ingest.aws_cur2 import ingest_aws_exports
 from pipeline.ingest.gcp_files import ingest_gcp_files
-from pipeline.ingest.precision import rounding
+from pipeline.ingest.precision import may_round, rounding
 
 
 def test_rounding_counts_values_by_their_text_and_finds_the_largest_difference() -> None:
@@ -30,6 +30,22 @@ def test_rounding_counts_values_by_their_text_and_finds_the_largest_difference()
     assert rounding(con, "t", ["s"]) == (2, Decimal("0.00000000005"))
     assert rounding(con, "t", ["d", "s"])[0] == 3
     assert rounding(con, "t", []) == (0, None)
+
+
+def test_decimal_money_is_counted_by_its_digits_beyond_the_tenth() -> None:
+    """FOCUS money is typed DECIMAL(38, 18): compared with itself rounded, not read as text."""
+    con = duckdb.connect()
+    con.execute(
+        "create table t as select d::decimal(38, 18) as d, d::decimal(18, 4) as narrow from "
+        "(values ('0.1'), ('-1.00000000005'), ('0.123456789012345678'), ('12.3400000000'), "
+        "(null)) as v(d)"
+    )
+    assert may_round("d", "DECIMAL(38,18)") == "(d is not null and d <> round(d, 10))"
+    assert may_round("narrow", "DECIMAL(18,4)") == "false"
+    assert rounding(con, "t", ["d"]) == (2, Decimal("0.000000000050"))
+    assert rounding(con, "t", ["narrow"]) == (0, None)
+    texts = "(select d::varchar as d from t)"
+    assert rounding(con, "t", ["d"]) == rounding(con, texts, ["d"])
 
 
 @pytest.mark.parametrize(
