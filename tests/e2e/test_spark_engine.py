@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import unicodedata
 from collections.abc import Iterator
 from decimal import Decimal
@@ -138,6 +139,44 @@ def test_tags_are_read_in_nfc_on_spark(session: Any) -> None:
     expected = [(nfc,), (nfc,), ("att-llm-01",), (f"{nfd}\x00",)]
     assert _duckdb_rows(sql) == expected
     assert _spark_rows(session, sql) == expected
+
+
+def test_allocated_tags_win_over_tags_on_spark(session: Any) -> None:
+    """attribution_tags merges a FOCUS 1.3 row's AllocatedTags over its Tags, the allocated
+    value winning on a key both hold, with no session setting: Spark's map_concat refuses a
+    duplicate key (spark.sql.mapKeyDedupPolicy EXCEPTION), so the keys are filtered first."""
+    rows = ", ".join(
+        [
+            "(1, map(['attempt-id', 'team'], ['att-origin', 'ml']), "
+            "map(['attempt-id'], ['att-1']))",
+            "(2, map(['team'], ['ml']), map(['attempt-id'], ['att-2']))",
+            "(3, map(['attempt-id'], ['att-3']), cast(null as map(varchar, varchar)))",
+            "(4, map(['attempt-id'], ['att-4']), map(['team'], ['ml']))",
+            "(5, cast(map() as map(varchar, varchar)), map(['attempt-id'], ['']))",
+        ]
+    )
+    sql = expand_macros(
+        "select t.n, first_tag_value(attribution_tags(t.tags, t.allocated), ['attempt-id']) "
+        "as tag, cardinality(attribution_tags(t.tags, t.allocated)) as keys "
+        f"from (values {rows}) as t(n, tags, allocated) order by t.n",
+        "test",
+    )
+    expected = [(1, "att-1", 2), (2, "att-2", 2), (3, "att-3", 1), (4, "att-4", 2), (5, None, 1)]
+    assert _duckdb_rows(sql) == expected
+    assert _spark_rows(session, sql) == expected
+
+
+@pytest.mark.slow
+def test_focus_1_3_world_gives_the_same_tables_on_both_engines(tmp_path: Path) -> None:
+    """A FOCUS 1.3 file's allocated rows (AllocatedTags over Tags, AllocatedResourceId) beside a
+    1.2 Parquet file: every published table equals DuckDB's on Spark."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/focus_world.py
+    from focus_world import allocated_rows, write_focus_world, write_mixed_csv
+
+    config = write_focus_world(tmp_path / "world")
+    write_mixed_csv(tmp_path / "world" / "focus" / "mixed" / "focus_2026.csv", allocated_rows())
+    duckdb_run = _same_tables_on_both_engines(config)
+    assert duckdb_run.row_counts["normalized.cost_line_facts"] == 5
 
 
 @pytest.mark.slow
