@@ -5,7 +5,8 @@
 -- Sampled GPU-hours: the seconds samples cover (coverage = sampled / held: no sample is not zero). Busy GPU-hours
 -- weigh them by utilisation;
 -- idle GPU-hours are the sampled ones below idle_below percent. Accelerator cost: the attempt's effective_cost on
--- accelerator lines (GPU SKUs, and compute lines of GPU instance types) under each model; idle_cost and
+-- the lines the profile classifies cost_class = 'accelerator' (docs/economics.md#the-classification-of-a-cost-line:
+-- a GPU SKU, or a machine whose price includes GPUs, on every provider) under each model; idle_cost and
 -- unsampled_cost are its shares by idle and by unsampled GPU-hours of the held ones, rounded to 10 places, and
 -- active_cost (sampled GPU-hours at or above the threshold) takes the rest: the three sum exactly to the cost.
 with usage as (
@@ -89,12 +90,7 @@ accelerator_slices as (
     from cost_slices
     inner join profiles on cost_slices.profile_key = profiles.profile_key
     inner join measured on cost_slices.attempt_id = measured.attempt_id
-    where
-        profiles.resource_class = 'gpu'
-        or (
-            profiles.resource_class = 'compute'
-            and regexp_matches(coalesce(profiles.instance_type, ''), '^(ml\.)?(p[0-9]|g[0-9]|trn|inf|dl)')
-        )
+    where profiles.cost_class = 'accelerator'
     group by cost_slices.allocation_models, cost_slices.attempt_id
 ),
 

@@ -1,22 +1,15 @@
 """GPU utilisation from a real Prometheus (DCGM samples backfilled with promtool) beside the bill:
 idle windows, coverage and the idle share of each attempt's accelerator cost, worked by hand.
 
-The scenario, 2026-10-01 10:00-12:00 UTC, one sample a minute at :30 (scrapes are not on the
-minute), idle below 5 %:
-
-- att-a and att-b share i-node1 (p4d.24xlarge, $32 an hour, 8 GPUs): 4 GPUs each, by pod.
-  a0 is idle (0 %) 10:30-11:00, else 80 %; a1 has a gap 11:00-11:20 (no sample, not zero); the
-  exporter of a2 and a3 restarted at 11:00 (a new series, same GPU labels). b0-b3 are idle (2 %)
-  10:00-11:00, then 100 %.
-- att-c's pod was rescheduled: train-c-0 on i-node2 10:00-11:00, train-c-1 on i-node3
-  11:00-12:00 (g5.12xlarge, $6 an hour, 4 GPUs each). c0 idle 10:00-10:15, c4 idle (3 %) all
-  hour, the others 60 %.
-- att-d held i-node4 (g5.12xlarge, $6) 10:00-11:00 and Prometheus has no sample of it.
+The scenario is tests/prometheus_world.py's. Its bill is AWS (i-node1 a p4d.24xlarge at $32 an
+hour, the others g5.12xlarge at $6) or Google Cloud (i-node1's A100 GPU SKU at $32 an hour
+beside its N1 cores at $5, which are compute, not accelerator; the others G2 machines at $6,
+their GPUs in the machine price): the accelerator cost is read from the line profiles'
+provider-neutral classification, so both give the same figures.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 import http.server
 import logging
 import threading
@@ -28,7 +21,9 @@ import duckdb
 import pyarrow as pa
 import pytest
 from builders import at, cur_line, records, sql_models, write_cur
-from prometheus_server import Sample, free_port, prometheus_server
+from prometheus_server import free_port, prometheus_server
+from prometheus_world import CLOCK, EXPECTED, METRIC, scenario_samples, source_config
+from sql.gcp_rows import gcp_row, write_gcp
 
 from pipeline.common.errors import InputError
 from pipeline.config.loader import parse_config
@@ -39,88 +34,9 @@ from pipeline.run.settings import write_settings
 from pipeline.run.sources import register_sources
 from pipeline.telemetry.adapters import read_sources
 from pipeline.telemetry.prometheus import read
+from pipeline.warehouse.raw_store import Delivery
 
-METRIC = "DCGM_FI_DEV_GPU_UTIL"
-CLOCK = dt.datetime(2026, 11, 20, 12, tzinfo=dt.UTC)
 LABEL = "telemetry.sources[1] (prometheus)"
-
-
-def minutes(start: dt.datetime, count: int) -> list[float]:
-    """The sample times of `count` minutes from `start`, each at :30."""
-    return [start.timestamp() + 30 + 60 * n for n in range(count)]
-
-
-def gpu(uuid: str, host: str, pod: str, **extra: str) -> dict[str, str]:
-    return {"UUID": uuid, "gpu": uuid[-1], "Hostname": host, "namespace": "ml", "pod": pod, **extra}
-
-
-def scenario_samples() -> list[Sample]:
-    found = []
-
-    def series(labels: dict[str, str], start: dt.datetime, count: int, value: float) -> None:
-        found.extend(Sample(labels, t, value) for t in minutes(start, count))
-
-    exporter = {"instance": "10.0.0.7:9400"}
-    series(gpu("GPU-a0", "gpu-01", "train-a-0"), at(10), 30, 80)
-    series(gpu("GPU-a0", "gpu-01", "train-a-0"), at(10, 30), 30, 0)
-    series(gpu("GPU-a0", "gpu-01", "train-a-0"), at(11), 60, 80)
-    series(gpu("GPU-a1", "gpu-01", "train-a-0"), at(10), 60, 80)
-    series(gpu("GPU-a1", "gpu-01", "train-a-0"), at(11, 20), 40, 80)  # 11:00-11:20: no sample
-    for uuid in ("GPU-a2", "GPU-a3"):  # the exporter restarted at 11:00 with another address
-        series(gpu(uuid, "gpu-01", "train-a-0", **exporter), at(10), 60, 80)
-        series(gpu(uuid, "gpu-01", "train-a-0", instance="10.0.0.9:9400"), at(11), 60, 80)
-    for n in range(4):
-        series(gpu(f"GPU-b{n}", "gpu-01", "train-b-0"), at(10), 60, 2)
-        series(gpu(f"GPU-b{n}", "gpu-01", "train-b-0"), at(11), 60, 100)
-    series(gpu("GPU-c0", "gpu-02", "train-c-0"), at(10), 15, 0)
-    series(gpu("GPU-c0", "gpu-02", "train-c-0"), at(10, 15), 45, 60)
-    for n in (1, 2, 3):
-        series(gpu(f"GPU-c{n}", "gpu-02", "train-c-0"), at(10), 60, 60)
-    series(gpu("GPU-c4", "gpu-03", "train-c-1"), at(11), 60, 3)
-    for n in (5, 6, 7):
-        series(gpu(f"GPU-c{n}", "gpu-03", "train-c-1"), at(11), 60, 60)
-    # another namespace's pod of the same name: selected by the regex, never matched
-    series({**gpu("GPU-x0", "gpu-09", "train-a-0"), "namespace": "other"}, at(10), 60, 0)
-    return found
-
-
-ATTEMPTS = [
-    {"attempt_id": "att-a", "experiment_id": "exp-1", "status": "succeeded"},
-    {"attempt_id": "att-b", "experiment_id": "exp-2", "status": "succeeded"},
-    {"attempt_id": "att-c", "experiment_id": "exp-1", "status": "succeeded"},
-    {"attempt_id": "att-d", "experiment_id": "exp-2", "status": "failed"},
-]
-RESOURCES = [  # attempt, instance, pod, start, end, GPUs
-    ("att-a", "i-node1", "ml/train-a-0", at(10), at(12), 4),
-    ("att-b", "i-node1", "ml/train-b-0", at(10), at(12), 4),
-    ("att-c", "i-node2", "ml/train-c-0", at(10), at(11), 4),
-    ("att-c", "i-node3", "ml/train-c-1", at(11), at(12), 4),
-    ("att-d", "i-node4", "ml/train-d-0", at(10), at(11), 4),
-]
-
-
-def write_telemetry(folder: Path) -> Path:
-    """The scenario's canonical telemetry files (attempt_resources with the pods)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    spans = {}
-    for attempt, _instance, _pod, start, end, _gpus in RESOURCES:
-        low, high = spans.get(attempt, (start, end))
-        spans[attempt] = (min(low, start), max(high, end))
-    lines = ["attempt_id,experiment_id,status,started_at,ended_at,gpu_count"]
-    for row in ATTEMPTS:
-        start, end = spans[row["attempt_id"]]
-        lines.append(
-            f"{row['attempt_id']},{row['experiment_id']},{row['status']},"
-            f"{start.isoformat()},{end.isoformat()},4"
-        )
-    (folder / "attempts.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    lines = ["attempt_id,resource_id,resource_kind,started_at,ended_at,gpu_count,pod"]
-    for attempt, instance, pod, start, end, gpus in RESOURCES:
-        lines.append(
-            f"{attempt},{instance},ec2_instance,{start.isoformat()},{end.isoformat()},{gpus},{pod}"
-        )
-    (folder / "attempt_resources.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return folder
 
 
 def bill() -> list[dict]:
@@ -144,6 +60,33 @@ def bill() -> list[dict]:
     ]
 
 
+def gcp_bill(folder: Path) -> list[Delivery]:
+    def hour(instance: str, sku: str, start: int, cost: float, spec: str) -> dict:
+        return gcp_row(
+            sku={"id": "0000-0000-0001", "description": sku},
+            resource=instance,
+            system_labels={"compute.googleapis.com/machine_spec": spec},
+            usage_start_time=at(start),
+            usage_end_time=at(start + 1),
+            usage={"amount": 3600.0, "unit": "seconds", "amount_in_pricing_units": 1.0,
+                   "pricing_unit": "hour"},
+            invoice={"month": "202610"},
+            cost=cost,
+        )  # fmt: skip
+
+    a100 = "Nvidia Tesla A100 GPU running in Americas"
+    n1_core = "N1 Predefined Instance Core running in Americas"
+    g2_core = "G2 Instance Core running in Americas"
+    rows = [
+        *(hour("i-node1", a100, start, 32.0, "n1-standard-96") for start in (10, 11)),
+        *(hour("i-node1", n1_core, start, 5.0, "n1-standard-96") for start in (10, 11)),
+        hour("i-node2", g2_core, 10, 6.0, "g2-standard-48"),
+        hour("i-node3", g2_core, 11, 6.0, "g2-standard-48"),
+        hour("i-node4", g2_core, 10, 6.0, "g2-standard-48"),
+    ]
+    return [write_gcp(folder / "gcp", rows, day="2026-10-01")]
+
+
 @pytest.fixture(scope="module")
 def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     with prometheus_server(
@@ -152,24 +95,17 @@ def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield url
 
 
-def source_config(folder: Path, url: str, **options: object) -> dict:
-    return {
-        "telemetry": {
-            "path": str(write_telemetry(folder / "telemetry")),
-            "sources": [{"kind": "prometheus", "options": {"url": url, "by": "pod", **options}}],
-        }
-    }
-
-
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="module", params=["aws", "gcp"])
 def built(
-    prometheus: str, tmp_path_factory: pytest.TempPathFactory
+    request: pytest.FixtureRequest, prometheus: str, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[tuple[duckdb.DuckDBPyConnection, dict[str, pa.Table], list[str]]]:
     """The scenario's telemetry read with the Prometheus source (in queries of 2 pods and 40
-    steps, so the hours are cut into several queries), and every model built over its bill."""
+    steps, so the hours are cut into several queries), and every model built over its bill,
+    AWS or Google Cloud."""
     folder = tmp_path_factory.mktemp("world")
+    kind = {"aws": "ec2_instance", "gcp": "gce_instance"}[request.param]
     config = parse_config(
-        source_config(folder, prometheus, batch=2, points_per_query=40), base=folder
+        source_config(folder, prometheus, kind, batch=2, points_per_query=40), base=folder
     )
     handler = _Records()
     logging.getLogger("runcost").addHandler(handler)
@@ -181,7 +117,8 @@ def built(
     con.execute("set TimeZone = 'UTC'")
     write_settings(con, config)
     set_clock(con, CLOCK)
-    register_sources(con, write_cur(folder, bill()), telemetry)
+    deliveries = write_cur(folder, bill()) if request.param == "aws" else gcp_bill(folder)
+    register_sources(con, deliveries, telemetry)
     report = build(con, [*sql_models(), *pool_models(config)])
     assert report.check_failures == []
     yield con, telemetry, handler.messages
@@ -207,21 +144,8 @@ def test_idle_gpu_cost_per_attempt_equals_the_hand_worked_figures(built) -> None
     )
     got = {(row["attempt_id"], row["allocation_model"]): row for row in rows}
     assert len(rows) == 8  # 4 attempts x 2 models
-    # held GPU-hours: 4 GPUs x 2 h (a, b), 4 x 1 h on each of two nodes (c), 4 x 1 h (d)
-    # sampled: a lost a1's 20 minutes (460 of 480 GPU-minutes); d has none
-    # busy: a 0.8 x (90 + 100 + 120 + 120) min = 344 min; b 4 x 60 min x (0.02 + 1.0) = 244.8 min;
-    #   c 0.6 x (45 + 3 x 60 + 3 x 60) min + 0.03 x 60 min = 244.8 min
-    # idle: a0 30 min; b 4 x 60 min; c0 15 min + c4 60 min
-    # cost: half of i-node1's $64 each for a and b (they hold it by GPU-seconds alike), c $6 + $6,
-    #   d $6; idle_cost = cost x idle / held; unsampled_cost = cost x (held - sampled) / held
-    expected = {
-        "att-a": (8.0, 460 / 60, 460 / 480, 344 / 60, 0.5, 1, "32", "2", "1.3333333333"),
-        "att-b": (8.0, 8.0, 1.0, 244.8 / 60, 4.0, 4, "32", "16", "0"),
-        "att-c": (8.0, 8.0, 1.0, 244.8 / 60, 1.25, 2, "12", "1.875", "0"),
-        "att-d": (4.0, 0.0, 0.0, 0.0, 0.0, 0, "6", "0", "6"),
-    }
     for (attempt, model), row in got.items():
-        held, sampled, coverage, busy, idle, windows, cost, idle_cost, unsampled = expected[attempt]
+        held, sampled, coverage, busy, idle, windows, cost, idle_cost, unsampled = EXPECTED[attempt]
         assert row["method"] == "prometheus_pod"
         assert row["held_gpu_hours"] == pytest.approx(held, abs=1e-9), (attempt, model)
         assert row["sampled_gpu_hours"] == pytest.approx(sampled, abs=1e-9), (attempt, model)
