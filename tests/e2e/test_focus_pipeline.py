@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
 
@@ -24,7 +25,7 @@ from focus_world import (
 )
 
 from pipeline import scenario
-from pipeline.common.errors import InputError
+from pipeline.common.errors import CheckFailed, InputError
 from pipeline.config.loader import load_config
 from pipeline.run.nightly import run_pipeline
 from pipeline.warehouse.snapshots import open_database
@@ -323,3 +324,33 @@ def test_allocated_tags_that_are_not_a_json_object_publish_nothing(tmp_path: Pat
         (tmp_path / "warehouse" / "snapshots").iterdir()
     )
     assert list((tmp_path / "warehouse").rglob("delivery.json")) == []
+
+
+def test_an_origin_charge_kept_beside_its_allocated_rows_fails_the_run(tmp_path: Path) -> None:
+    """Allocated charges replace their origin (1.3): a file that also keeps the origin row would
+    bill the instance-hour twice, so checks.focus_origin_counted_once fails and names the row."""
+    config = write_focus_world(tmp_path)
+    rows = allocated_rows()
+    origin = dict(rows[0]) | {
+        "BilledCost": "3.0000000000", "EffectiveCost": "3.0000000000", "ListCost": "3.0000000000",
+        "ConsumedQuantity": "1", "PricingQuantity": "1", "AllocatedMethodId": "NULL",
+        "AllocatedMethodDetails": "NULL", "AllocatedResourceId": "NULL",
+        "AllocatedResourceName": "NULL", "AllocatedTags": "NULL",
+    }  # fmt: skip
+    write_mixed_csv(tmp_path / "focus" / "mixed" / "focus_2026.csv", [*rows, origin])
+    with pytest.raises(CheckFailed) as error:
+        run_pipeline(load_config(config))
+    assert [(name, rows) for name, _columns, rows, _total in error.value.failures] == [
+        (
+            "focus_origin_counted_once",
+            [(
+                error.value.failures[0][2][0][0], "focus_2026.csv", 4, SPLIT_NODE,
+                datetime(2026, 10, 2, 10, tzinfo=UTC), datetime(2026, 10, 2, 11, tzinfo=UTC),
+                Decimal("3.0000000000"), 2,
+            )],
+        )
+    ]  # fmt: skip
+    assert "nothing was published" in str(error.value)
+    assert not (tmp_path / "warehouse" / "snapshots").exists() or not any(
+        (tmp_path / "warehouse" / "snapshots").iterdir()
+    )
