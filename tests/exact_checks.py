@@ -1,11 +1,11 @@
 """The exact per-line forms of the checks that run as checksums or filters in a build.
 
-sql/checks/slices_sum_to_line.sql, shares_in_range.sql and no_double_counting.sql avoid a
-group-by on line_id, the largest hash table of a month at scale; their headers say what they
-cannot see. These queries group by line and catch it all. They run on a build database or a
-published runcost.duckdb (both have allocation.model_slices and the normalized cost lines) in
-tests/e2e/test_core_shape.py for every scenario world, and in tests/sql/test_model_checks.py
-against planted corruptions.
+sql/checks/slices_sum_to_line.sql, focus_allocated_sums_to_origin.sql, shares_in_range.sql and
+no_double_counting.sql avoid a group-by on line_id, the largest hash table of a month at scale;
+their headers say what they cannot see. These queries group by line and catch it all. They run
+on a build database or a published runcost.duckdb (both have allocation.model_slices and the
+normalized cost lines) in tests/e2e/test_core_shape.py for every scenario world, and in
+tests/sql/test_model_checks.py against planted corruptions.
 """
 
 from __future__ import annotations
@@ -82,8 +82,42 @@ where facts.profile_key is distinct from slices.profile_key
 order by all
 """
 
+# every FOCUS charge (an origin row of normalized.focus) is split whole, once, under each model:
+# its marts.focus_allocated slices sum exactly to it in each cost column (checks.
+# focus_allocated_sums_to_origin weighs them per period instead)
+FOCUS_ALLOCATED_SUMS = """
+with slice_totals as (
+    select
+        x_AllocationModel as allocation_model,
+        x_LineId,
+        x_ProviderLineType,
+        sum("BilledCost") as billed,
+        sum("EffectiveCost") as effective,
+        sum("ListCost") as list,
+        sum("ContractedCost") as contracted,
+        sum("PricingCurrencyEffectiveCost") as pricing_effective
+    from marts.focus_allocated
+    group by all
+)
+select models.allocation_model, origins.x_LineId, origins.x_ProviderLineType
+from normalized.focus as origins
+cross join (select unnest(['marginal', 'fully_loaded']) as allocation_model) as models
+left join slice_totals as totals
+    on origins.x_LineId = totals.x_LineId
+    and origins.x_ProviderLineType is not distinct from totals.x_ProviderLineType
+    and models.allocation_model = totals.allocation_model
+where totals.x_LineId is null
+    or totals.billed is distinct from origins."BilledCost"
+    or totals.effective is distinct from origins."EffectiveCost"
+    or totals.list is distinct from origins."ListCost"
+    or totals.contracted is distinct from origins."ContractedCost"
+    or totals.pricing_effective is distinct from origins."PricingCurrencyEffectiveCost"
+order by all
+"""
+
 EXACT_CHECKS = {
     "slices_sum_to_line": SLICES_SUM_TO_LINE,
+    "focus_allocated_sums": FOCUS_ALLOCATED_SUMS,
     "shares_per_line": SHARES_PER_LINE,
     "unique_lines": UNIQUE_LINES,
     "slice_profiles": SLICE_PROFILES,

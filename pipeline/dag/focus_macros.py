@@ -62,52 +62,42 @@ def _slice(focus: str, name: str, order: tuple[str, ...]) -> str:
         f"case {{relation}}.{name}_from when 'null' then cast(null as {MONEY_SQL}) "
         f"when 'zero' then cast(0 as {MONEY_SQL}) {bases} "
         f"else cast({{relation}}.{focus} * {{relation}}.line_ratio as {MONEY_SQL}) end "
-        f"as allocated_{name}"
+        f"as sliced_{name}"
     )
 
 
 # Each slice's amount of each FOCUS cost column of its origin row: its own amount in the basis the
 # column equals, else the column times the slice's ratio of its line (line_ratio), rounded: the
-# part before the remainder is placed (focus_costs_with_rest). Named allocated_<name>.
+# part before the rounding remainder is placed. Named sliced_<name>.
 FOCUS_SLICE_COSTS = Macro(
     "focus_slice_costs", ("relation",), _each(_slice), relations=("relation",)
 )
 
-# What the slices of one origin row add up to in each cost column (<name>_parts), beside each
-# slice: a window on the origin row and the allocation model.
-FOCUS_SLICE_TOTALS = Macro(
-    "focus_slice_totals",
+# The slices' amounts where every cost column of the origin row equals a basis: as sliced, named
+# allocated_<name>.
+FOCUS_COSTS_AS_SLICED = Macro(
+    "focus_costs_as_sliced",
     ("relation",),
-    _each(
-        lambda _, name, __: (
-            f"sum({{relation}}.allocated_{name}) over (partition by {{relation}}.allocation_model, "
-            f"{{relation}}.x_LineId, {{relation}}.x_ProviderLineType) as {name}_parts"
-        )
-    ),
+    _each(lambda _, name, __: f"{{relation}}.sliced_{name} as allocated_{name}"),
     relations=("relation",),
 )
 
-# Each cost column of an origin row with an unmatched column: the matched columns as they are, an
-# unmatched one with the rounding remainder on the slice that takes it (first_slice_takes_rest).
+# The slices' amounts where a cost column of the origin row equals no basis: that column's
+# rounding remainder goes to the slice that takes it (first_slice_takes_rest), over the slices of
+# the origin row and allocation model (a window); the other columns as sliced. Named
+# allocated_<name>.
 FOCUS_COSTS_WITH_REST = Macro(
     "focus_costs_with_rest",
     ("takes_rest", "relation"),
     _each(
         lambda focus, name, _: (
             f"case when {{relation}}.{name}_from = 'other' then first_slice_takes_rest("
-            f"{{takes_rest}}, {{relation}}.{focus}, {{relation}}.{name}_parts, "
-            f"{{relation}}.allocated_{name}) else {{relation}}.allocated_{name} end "
-            f"as allocated_{name}"
+            f"{{takes_rest}}, {{relation}}.{focus}, sum({{relation}}.sliced_{name}) over ("
+            f"partition by {{relation}}.allocation_model, {{relation}}.x_LineId, "
+            f"{{relation}}.x_ProviderLineType), {{relation}}.sliced_{name}) "
+            f"else {{relation}}.sliced_{name} end as allocated_{name}"
         )
     ),
-    relations=("relation",),
-)
-
-# The slices' amounts under the FOCUS names, for a select list.
-FOCUS_ALLOCATED_COSTS = Macro(
-    "focus_allocated_costs",
-    ("relation",),
-    _each(lambda focus, name, _: f"{{relation}}.allocated_{name} as {focus}"),
     relations=("relation",),
 )
 
@@ -143,9 +133,8 @@ FOCUS_MACROS = (
     FOCUS_COST_SOURCES,
     FOCUS_COSTS_UNMATCHED,
     FOCUS_SLICE_COSTS,
-    FOCUS_SLICE_TOTALS,
+    FOCUS_COSTS_AS_SLICED,
     FOCUS_COSTS_WITH_REST,
-    FOCUS_ALLOCATED_COSTS,
     FOCUS_CHECKSUMS,
     FOCUS_CHECKSUMS_DIFFER,
 )

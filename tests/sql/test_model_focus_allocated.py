@@ -1,0 +1,233 @@
+"""marts.focus_allocated on a small bill worked out by hand: each FOCUS charge split into its line's
+slices under each model, with the FOCUS 1.3 allocation columns, summing exactly to the charge;
+checks.focus_allocated_sums_to_origin sees a broken sum."""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+
+import builders
+import pytest
+from builders import at, build_models, cur_line, records, run_check
+from exact_checks import exact_problems
+from gcp_rows import LINE_ID_BASE, credit, gcp_row, write_gcp
+
+D = Decimal
+SP_ARN = "arn:aws:savingsplans::111111111111:savingsplan/sp-1"
+EKS = "arn:aws:eks:us-east-1:1:cluster/ml"
+LINES = [
+    # line 0: placed whole by its tag (no public price: its ListCost is what it bills)
+    cur_line(line_item_resource_id="i-tag", line_item_unblended_cost=3.0,
+             resource_tags={"user_attempt_id": "a1"}),
+    # line 1: a2 held i-half for the first half hour; the rest is outside any attempt
+    cur_line(line_item_resource_id="i-half", line_item_unblended_cost=1.0),
+    # line 2: the cluster fee, unallocated in the marginal model, spread evenly over e1's
+    # attempts running in its hour (a1, a2) by the pool `eks` in the fully loaded model
+    cur_line(line_item_product_code="AmazonEKS", line_item_resource_id=EKS,
+             line_item_unblended_cost=1.0),
+    # line 3: usage under a Savings Plan shared by three attempts; its ContractedCost (the net
+    # rate's 0.1) is none of its four bases, so it is split by ratio with a remainder
+    cur_line(line_item_line_item_type="SavingsPlanCoveredUsage", line_item_resource_id="i-three",
+             line_item_unblended_rate="1.0", line_item_unblended_cost=1.0,
+             line_item_net_unblended_rate="0.1", line_item_net_unblended_cost=0.1,
+             pricing_public_on_demand_rate="1.25", pricing_public_on_demand_cost=1.25,
+             savings_plan_savings_plan_a_r_n=SP_ARN, savings_plan_savings_plan_effective_cost=0.7,
+             savings_plan_net_savings_plan_effective_cost=0.65),
+    # line 4: the plan's fee: a Purchase of EffectiveCost 0 and its unused 8.00 a row of its own
+    cur_line(line_item_line_item_type="SavingsPlanRecurringFee",
+             line_item_product_code="ComputeSavingsPlans", line_item_unblended_rate="50",
+             line_item_unblended_cost=50.0, savings_plan_savings_plan_a_r_n=SP_ARN,
+             savings_plan_total_commitment_to_date=50.0, savings_plan_used_commitment=42.0),
+]  # fmt: skip
+ATTEMPTS = [
+    {"attempt_id": "a1", "experiment_id": "e1", "started_at": at(10), "ended_at": at(11),
+     "gpu_count": 1},
+    {"attempt_id": "a2", "experiment_id": "e1", "started_at": at(10), "ended_at": at(10, 30),
+     "gpu_count": 1},
+    *({"attempt_id": f"b{n}", "experiment_id": "e2", "started_at": at(10), "ended_at": at(11),
+       "gpu_count": 1} for n in (1, 2, 3)),
+]  # fmt: skip
+RESOURCES = [
+    {"attempt_id": "a2", "resource_id": "i-half", "started_at": at(10), "ended_at": at(10, 30)},
+    *({"attempt_id": f"b{n}", "resource_id": "i-three", "started_at": at(10), "ended_at": at(11)}
+      for n in (1, 2, 3)),
+]  # fmt: skip
+CONFIG = {
+    "pools": [
+        {"name": "eks", "selector": "service_name = 'AmazonEKS'", "driver": "even",
+         "attempts": "experiment_id = 'e1'"},
+    ],
+}  # fmt: skip
+COSTS = ("BilledCost", "EffectiveCost", "ListCost", "ContractedCost")
+# a Google Cloud row with credits: its FOCUS BilledCost is its cost after every credit (net)
+GCP_LINE = LINE_ID_BASE
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("focus_allocated")
+    promoted = gcp_row(
+        cost=10.0,
+        cost_at_list=12.0,
+        credits=[credit("SUSTAINED_USAGE_DISCOUNT", -2.0), credit("PROMOTION", -1.5)],
+    )
+    delivery = write_gcp(folder / "raw", [promoted])
+    con, report = build_models(folder, LINES, ATTEMPTS, RESOURCES, config=CONFIG,
+                               deliveries=[delivery])  # fmt: skip
+    assert not report.check_failures
+    return con
+
+
+def slices(con, line: int, line_type: str | None = None) -> dict[tuple, dict]:
+    """The slices of one origin row, by (model, AllocatedMethodId, AllocatedResourceId)."""
+    rows = records(
+        con,
+        "select * from marts.focus_allocated where x_LineId = ? "
+        "and (? is null or x_ProviderLineType = ?)",
+        line,
+        line_type,
+        line_type,
+    )
+    found = {}
+    for row in rows:
+        key = (row["x_AllocationModel"], row["AllocatedMethodId"], row["AllocatedResourceId"])
+        assert key not in found
+        found[key] = row
+    return found
+
+
+def costs(row: dict) -> tuple:
+    return tuple(row[name] for name in COSTS)
+
+
+def details(row: dict) -> dict:
+    return json.loads(row["AllocatedMethodDetails"], parse_float=Decimal)
+
+
+def test_a_tagged_line_is_one_slice_per_model_carrying_the_whole_charge(world) -> None:
+    found = slices(world, 0)
+    assert sorted(found) == [
+        ("fully_loaded", "runcost:fully_loaded:tag", "a1"),
+        ("marginal", "runcost:marginal:tag", "a1"),
+    ]
+    row = found["marginal", "runcost:marginal:tag", "a1"]
+    assert costs(row) == (D("3"), D("3"), D("3"), D("3"))
+    assert json.loads(row["AllocatedTags"]) == {"x_experiment_id": "e1", "x_attempt_id": "a1"}
+    assert details(row) == {
+        "Elements": [{"AllocatedRatio": D("1"), "UsageUnit": "Hrs", "UsageQuantity": D("1")}]
+    }
+    # the origin's other FOCUS columns are carried as normalized.focus publishes them
+    (origin,) = records(world, "select * from normalized.focus where x_LineId = 0")
+    for name in ("ResourceId", "ServiceName", "ChargeCategory", "PricingQuantity", "Tags"):
+        assert row[name] == origin[name]
+
+
+def test_resource_time_and_the_unallocated_rest(world) -> None:
+    found = slices(world, 1)
+    assert sorted(found) == [
+        ("fully_loaded", "runcost:fully_loaded:resource_time", "a2"),
+        ("fully_loaded", "runcost:fully_loaded:unallocated", None),
+        ("marginal", "runcost:marginal:resource_time", "a2"),
+        ("marginal", "runcost:marginal:unallocated", None),
+    ]
+    held = found["marginal", "runcost:marginal:resource_time", "a2"]
+    assert costs(held) == (D("0.5"), D("0.5"), D("0.5"), D("0.5"))
+    # a2's half hour on the instance is the driver
+    assert details(held)["Elements"] == [
+        {"AllocatedRatio": D("0.5"), "UsageUnit": "Seconds", "UsageQuantity": D("1800")}
+    ]
+    rest = found["marginal", "runcost:marginal:unallocated", None]
+    assert costs(rest) == (D("0.5"), D("0.5"), D("0.5"), D("0.5"))
+    assert rest["AllocatedTags"] is None
+    assert rest["x_UnallocatedReason"] == "outside_any_attempt"
+    assert details(rest) == {
+        "Elements": [{"AllocatedRatio": D("0.5"), "UsageUnit": None, "UsageQuantity": None}],
+        "x_UnallocatedReason": "outside_any_attempt",
+    }
+
+
+def test_a_pool_names_its_driver_and_pool_in_the_method_id(world) -> None:
+    found = slices(world, 2)
+    assert sorted(found) == [
+        ("fully_loaded", "runcost:fully_loaded:even:eks", "a1"),
+        ("fully_loaded", "runcost:fully_loaded:even:eks", "a2"),
+        ("marginal", "runcost:marginal:unallocated", None),
+    ]
+    for attempt in ("a1", "a2"):
+        row = found["fully_loaded", "runcost:fully_loaded:even:eks", attempt]
+        assert costs(row) == (D("0.5"), D("0.5"), D("0.5"), D("0.5"))
+        assert details(row)["Elements"] == [
+            {"AllocatedRatio": D("0.5"), "UsageUnit": "even", "UsageQuantity": None}
+        ]
+    assert found["marginal", "runcost:marginal:unallocated", None]["x_UnallocatedReason"] == (
+        "no_matching_attempt"
+    )
+
+
+def test_a_cost_no_basis_equals_is_split_by_ratio_with_the_remainder_on_one_slice(world) -> None:
+    (origin,) = records(world, "select * from normalized.focus where x_LineId = 3")
+    assert costs(origin) == (D("1"), D("0.7"), D("1.25"), D("0.1"))
+    found = slices(world, 3)
+    for model in ("marginal", "fully_loaded"):
+        rows = [found[model, f"runcost:{model}:resource_time", f"b{n}"] for n in (1, 2, 3)]
+        # the first slice of the line takes the billed remainder (attribution's rule) and so
+        # the contracted one too: 0.1 / 3 rounds to 0.0333333333 twice
+        assert sorted(costs(row) for row in rows) == [
+            (D("0.3333333333"), D("0.2333333333"), D("0.4166666667"), D("0.0333333333")),
+            (D("0.3333333333"), D("0.2333333333"), D("0.4166666667"), D("0.0333333333")),
+            (D("0.3333333334"), D("0.2333333334"), D("0.4166666666"), D("0.0333333334")),
+        ]
+        assert [sum(row[name] for row in rows) for name in COSTS] == list(costs(origin))
+
+
+def test_a_commitment_fee_and_its_unused_part_are_two_origins(world) -> None:
+    purchase = slices(world, 4, "SavingsPlanRecurringFee")
+    unused = slices(world, 4, "SavingsPlanRecurringFee:Unused")
+    for model in ("marginal", "fully_loaded"):
+        key = (model, f"runcost:{model}:unallocated", None)
+        assert costs(purchase[key]) == (D("50"), D("0"), D("50"), D("50"))
+        assert costs(unused[key]) == (D("0"), D("8"), D("0"), D("0"))
+        assert details(unused[key])["Elements"][0]["AllocatedRatio"] == D("1")
+    assert len(purchase) == len(unused) == 2
+
+
+def test_google_cloud_billed_cost_is_split_in_the_net_basis(world) -> None:
+    (origin,) = records(world, 'select "BilledCost" from normalized.focus where x_LineId = ?',
+                        GCP_LINE)  # fmt: skip
+    assert origin["BilledCost"] == D("6.5")
+    found = slices(world, GCP_LINE)
+    assert {row["BilledCost"] for row in found.values()} == {D("6.5")}
+    assert {key[0] for key in found} == {"marginal", "fully_loaded"}
+
+
+def test_every_origin_sums_exactly_and_its_ratios_to_one(world) -> None:
+    assert exact_problems(world)["focus_allocated_sums"] == []
+    assert run_check(world, "focus_allocated_sums_to_origin") == []
+    assert records(world, "select count(*) as n from normalized.focus")[0]["n"] == 7
+    ratios = records(
+        world,
+        "select x_AllocationModel, x_LineId, x_ProviderLineType, sum(cast(json_extract_string("
+        "AllocatedMethodDetails, '$.Elements[0].AllocatedRatio') as decimal(38, 10))) as total "
+        "from marts.focus_allocated group by all",
+    )
+    assert len(ratios) == 14
+    assert all(abs(row["total"] - 1) <= D("1e-9") for row in ratios), ratios
+
+
+def test_the_check_sees_a_slice_that_does_not_sum_to_its_origin(world) -> None:
+    world.execute("create schema if not exists broken")
+    world.execute(
+        "create or replace table broken.focus_allocated as select * from marts.focus_allocated"
+    )
+    world.execute(
+        'update broken.focus_allocated set "ContractedCost" = "ContractedCost" + 0.0000000001 '
+        "where x_LineId = 3 and AllocatedResourceId = 'b2' and x_AllocationModel = 'marginal'"
+    )
+    sql = builders.model("checks.focus_allocated_sums_to_origin").sql.replace(
+        "marts.focus_allocated", "broken.focus_allocated"
+    )
+    failures = records(world, f"select * from ({sql})")
+    assert [(row["allocation_model"], row["x_SourceFormat"]) for row in failures] == [
+        ("marginal", "aws_cur")
+    ]
