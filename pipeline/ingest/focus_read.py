@@ -278,10 +278,13 @@ def _check_values(
         for name, column in mapping.items()
         if focus.KINDS[name] == "decimal"
     ]
-    bad = value_rules.first_bad(con, _TEXT, _LINE, money)
+    # the probes are counted in the money rules' scan: only a file failing one pays for the
+    # query naming its first row
+    probed = " or ".join(f"({condition})" for *_, condition in probes) or None
+    bad, failing = value_rules.scan_values(con, _TEXT, _LINE, money, probed)
     if bad is not None:
         raise value_rules.refusal(str(path), _row(path, bad.row), bad, FIX)
-    if not probes:
+    if not failing:
         return
     firsts = ", ".join(f"min(case when {condition} then {_LINE} end)" for *_, condition in probes)
     found = con.execute(f"select {firsts} from {_TEXT}").fetchone()
