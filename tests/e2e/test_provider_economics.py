@@ -4,13 +4,17 @@ tests/focus_economics_world.py)."""
 
 from __future__ import annotations
 
+import os
+import shutil
 from collections.abc import Iterator
 from decimal import Decimal
+from pathlib import Path
 
 import duckdb
 import pytest
 from click.testing import CliRunner
-from focus_economics_world import write_focus_economics_world
+from engine_compare import same_tables_on_both_engines
+from focus_economics_world import economics_rows, write_focus_economics_world
 
 from pipeline.cli.app import main
 from pipeline.config.loader import load_config
@@ -203,3 +207,20 @@ def test_focus_classification_from_its_own_columns(focus) -> None:
         ("Compute Engine", "accelerator", "instance", "T4", None, None, "Standard"),
         ("Virtual Machines", "compute", None, None, None, "Unused", "Standard"),
     ]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    shutil.which("java") is None and not os.environ.get("JAVA_HOME"),
+    reason="PySpark needs a Java runtime, 17 or later (.ci/run installs one)",
+)
+def test_focus_economics_give_the_same_tables_on_spark(tmp_path: Path) -> None:
+    """The classification's rules (regular expressions, JSON text, macros) transpiled by sqlglot:
+    every published table of the FOCUS economics world equals DuckDB's on Spark (the GCP world
+    runs on Spark in tests/e2e/test_spark_cluster.py)."""
+    local = (
+        '[spark.conf]\n"spark.sql.shuffle.partitions" = 1\n"spark.default.parallelism" = 1\n'
+        '"spark.sql.adaptive.enabled" = false\n'
+    )
+    run = same_tables_on_both_engines(write_focus_economics_world(tmp_path / "world"), local)
+    assert run.row_counts["normalized.cost_line_facts"] == len(economics_rows())
