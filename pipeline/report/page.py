@@ -16,6 +16,7 @@ from pipeline import __version__
 from pipeline.report import data
 from pipeline.report.analyst import analyst_sections
 from pipeline.report.changes import changes_section
+from pipeline.report.gpu_idle import gpu_idle_section
 from pipeline.report.layout_check import CHECK_SCRIPT
 from pipeline.report.svg import PALETTE, Stack, line_chart, scatter, stacked_bars
 
@@ -67,6 +68,7 @@ def render(con: duckdb.DuckDBPyConnection, source: str, snapshots: Path | None =
         _spend_by_day(con),
         _experiments(con),
         *analyst_sections(con, _table),
+        gpu_idle_section(con, _table),
         changes_section(con, snapshots, _table),
         _reconciliation(con),
         _tag_coverage(con),

@@ -1,4 +1,5 @@
-"""Charts drawn as inline SVG from already aggregated numbers: stacked bars, lines, a scatter."""
+"""Charts drawn as inline SVG from already aggregated numbers: stacked bars, lines, a scatter,
+timelines."""
 
 from __future__ import annotations
 
@@ -292,6 +293,53 @@ def scatter(
         anchor_x, anchor, box = placed
         taken.append(box)
         parts.append(_text(anchor_x, box.bottom - 3, points[index][0], anchor, "point-label"))
+    parts.append("</svg>")
+    return "\n".join(parts)
+
+
+@dataclass(frozen=True)
+class Span:
+    """One bar of a timeline row: from ``start`` to ``end`` (epoch seconds), its color and tip."""
+
+    start: float
+    end: float
+    color: str
+    tip: str
+
+
+def timeline(
+    chart_id: str,
+    title: str,
+    rows: Sequence[tuple[str, Sequence[Span]]],
+    start: float,
+    end: float,
+    tick_label: Callable[[float], str],
+    *,
+    width: int = 960,
+) -> str:
+    """One row of spans per label over [start, end] (epoch seconds), time ticks below."""
+    band = 22
+    left = min(240, 12 + 7 * max((len(label) for label, _ in rows), default=4))
+    right, top, bottom = 48, 8, 28
+    height = top + bottom + band * max(1, len(rows))
+    inner = width - left - right
+    scale = inner / max(end - start, 1.0)
+    parts = [_open(chart_id, title, width, height)]
+    steps = (60, 300, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400, 172800, 604800)
+    step = next((item for item in steps if (end - start) / item <= 6), 2592000)
+    tick = math.ceil(start / step) * step
+    while tick <= end:
+        x = left + (tick - start) * scale
+        parts.append(_line(x, top, x, height - bottom, "#e3e6ea"))
+        parts.append(_text(x, height - bottom + 16, tick_label(tick), "middle"))
+        tick += step
+    for index, (label, spans) in enumerate(rows):
+        y = top + index * band
+        parts.append(_text(left - 8, y + band / 2 + 4, label, "end"))
+        for span in spans:
+            x = left + (max(span.start, start) - start) * scale
+            length = max((min(span.end, end) - max(span.start, start)) * scale, 0.5)
+            parts.append(_rect(x, y + 4, length, band - 8, span.color, span.tip))
     parts.append("</svg>")
     return "\n".join(parts)
 

@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
 from collections import defaultdict
 from collections.abc import Iterator
 from decimal import Decimal
-from html.parser import HTMLParser
 from pathlib import Path
 
 import duckdb
 import pytest
+from chromium import Charts, Sections, chromium, console_messages, needs_chromium
 from click.testing import CliRunner
 
 from pipeline.cli.app import main
@@ -25,18 +24,6 @@ from pipeline.warehouse.access import open_snapshot
 from pipeline.warehouse.queries.changes import is_first_snapshot, previous_costs
 from pipeline.warehouse.snapshots import open_database
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_FLAGS = (
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    # every host name fails to resolve: the page must not need the network
-    "--host-resolver-rules=MAP * ~NOTFOUND",
-)
 BASE_CHARTS = {"spend-by-service-USD", "spend-by-kind-USD", "experiment-cost-USD"}
 
 
@@ -215,45 +202,6 @@ def test_optional_sections_draw_when_their_marts_exist(enriched: Path, tmp_path:
     assert 0 < attempt.points[0][1] < 1
 
 
-class _Charts(HTMLParser):
-    def __init__(self) -> None:
-        super().__init__()
-        self.charts: dict[str, dict[str, str]] = {}
-        self.body: dict[str, str] = {}
-        self.title = ""
-        self._in_title = False
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        values = {key: value or "" for key, value in attrs}
-        if tag == "svg" and "data-chart" in values:
-            self.charts[values["data-chart"]] = values
-        elif tag == "body":
-            self.body = values
-        self._in_title = tag == "title" and not self.title and not self.charts
-
-    def handle_data(self, text: str) -> None:
-        if self._in_title:
-            self.title += text
-
-    def handle_endtag(self, tag: str) -> None:
-        self._in_title = False
-
-
-def chromium(page: Path, profile: Path, *extra: str) -> subprocess.CompletedProcess[str]:
-    command = [str(CHROMIUM), *CHROMIUM_FLAGS, f"--user-data-dir={profile}", *extra, page.as_uri()]
-    return subprocess.run(command, capture_output=True, text=True, timeout=180, check=False)
-
-
-def console_messages(stderr: str) -> list[str]:
-    """Lines Chromium logs for console output and uncaught errors (all at INFO level)."""
-    return [line for line in stderr.splitlines() if ":CONSOLE" in line or "Uncaught" in line]
-
-
-needs_chromium = pytest.mark.skipif(
-    not CHROMIUM.exists(), reason="/usr/bin/chromium is absent (Debian package `chromium`)"
-)
-
-
 @needs_chromium
 def test_console_check_catches_errors(tmp_path: Path) -> None:
     # the check below must be able to fail: a page that logs and throws is caught
@@ -282,7 +230,7 @@ def test_charts_render_in_chromium(
     dom = chromium(page, tmp_path / "dom", "--enable-logging=stderr", "--v=0", "--dump-dom")
     assert dom.returncode == 0, dom.stderr[-2000:]
     assert console_messages(dom.stderr) == []
-    parsed = _Charts()
+    parsed = Charts()
     parsed.feed(dom.stdout)
     optional = {"tag-coverage", "cost-quality"} if which != "scenario" else set()
     expected = BASE_CHARTS | optional | optional_charts(database)
@@ -317,35 +265,6 @@ def test_charts_render_in_chromium(
     assert screenshot.stat().st_size > 10_000
     with capsys.disabled():
         print(f"\nreport screenshot ({which}): {screenshot}")
-
-
-class _Sections(HTMLParser):
-    """The rendered text of each <section id=...> of a dumped DOM, and the body's attributes."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.text: dict[str, list[str]] = {}
-        self.body: dict[str, str] = {}
-        self._current: str | None = None
-        self._skip = False
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        values = {key: value or "" for key, value in attrs}
-        if tag == "section":
-            self._current = values.get("id")
-            self.text[self._current or ""] = []
-        elif tag == "body":
-            self.body = values
-        self._skip = tag in ("script", "style")
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag == "section":
-            self._current = None
-        self._skip = False
-
-    def handle_data(self, text: str) -> None:
-        if self._current and not self._skip and text.strip():
-            self.text[self._current].append(text.strip())
 
 
 def section_expectations(con: duckdb.DuckDBPyConnection) -> dict[str, list[str]]:
@@ -390,6 +309,8 @@ def section_expectations(con: duckdb.DuckDBPyConnection) -> dict[str, list[str]]
         "waste": names("select subject_id from marts.waste_findings")
         + money("select effective_cost from marts.waste_findings"),
         "changes": ["What changed since the last run"],
+        # the demo world's attempts are measured by no prometheus source
+        "gpu-idle": ["No GPU utilisation measured"],
         "reconciliation": money("select bill_total from marts.reconciliation"),
     }
 
@@ -403,7 +324,7 @@ def test_every_section_renders_whole_at_900_and_1400_px(
     size = f"--window-size={width},2000"
     dom = chromium(page, tmp_path / "dom", size, "--dump-dom")
     assert dom.returncode == 0, dom.stderr[-2000:]
-    parsed = _Sections()
+    parsed = Sections()
     parsed.feed(dom.stdout)
     assert parsed.body.get("data-report-rendered") == "ok"
     assert parsed.body["data-clipped-labels"] == "0"  # no chart label outside its chart
@@ -451,7 +372,7 @@ def layout(page: Path, width: int, profile: Path) -> dict[str, str]:
     """The body attributes the page's check script sets, laid out in a ``width`` px window."""
     dom = chromium(page, profile, f"--window-size={width},2000", "--dump-dom")
     assert dom.returncode == 0, dom.stderr[-2000:]
-    parsed = _Sections()
+    parsed = Sections()
     parsed.feed(dom.stdout)
     return parsed.body
 
