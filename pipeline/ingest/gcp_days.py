@@ -100,9 +100,9 @@ def _days(
                 return pa.nulls(batch.num_rows, pa.string()), error
         return pa.array(days, pa.string()), None
     # the UTC day of each export_time, computed over the column (a row at a time in Python
-    # cost 13 CPU s per 1M rows)
+    # cost 13 CPU s per 1M rows; strftime 0.92 against 0.07 through a date)
     exported = pc.cast(batch.column("export_time"), pa.timestamp("us", tz="UTC"))
-    days = pc.strftime(exported, format="%Y-%m-%d")
+    days = pc.cast(pc.cast(exported, pa.date32()), pa.string())
     if not days.null_count:
         return days, None
     row = offset + pc.index(pc.is_null(days), True).as_py() + 1

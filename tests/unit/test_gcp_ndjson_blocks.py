@@ -124,8 +124,12 @@ def test_a_file_the_blocks_cannot_type_strictly_takes_the_row_decoder(tmp_path, 
         ([json.dumps(extract_row()), "null"], "row 2: not a JSON object"),
         ([json.dumps(extract_row()) + " " + json.dumps(extract_row())], "row 1: not JSON"),
         (['{"cost": 1, "cost": "x"}'], "row 1, column cost: 'x' is refused"),
+        (
+            [json.dumps(extract_row(export_time="2026-02-30 10:00:00 UTC"))],
+            "row 1, column export_time: '2026-02-30 10:00:00 UTC' is refused",
+        ),
     ],
-    ids=["null", "null later", "two objects on a line", "a key twice"],
+    ids=["null", "null later", "two objects on a line", "a key twice", "february 30"],
 )
 def test_lines_that_are_not_one_export_object_are_refused_by_the_row_decoder(
     tmp_path, lines, message
