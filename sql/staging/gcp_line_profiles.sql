@@ -184,7 +184,11 @@ final as (
         cast(null as varchar) as sku_price_details,
         classified.cost_class,
         case
-            when classified.is_commitment_fee or classified.cost_class not in ('accelerator', 'compute', 'storage')
+            -- a Local SSD lives and dies with its VM: neither a disk left behind nor stored data
+            when
+                classified.is_commitment_fee
+                or classified.cost_class not in ('accelerator', 'compute', 'storage')
+                or classified.sku_text like '%local ssd%'
                 then cast(null as varchar)
             -- a persistent disk bills while it exists, attached to a VM or not
             when
