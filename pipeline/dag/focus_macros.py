@@ -73,18 +73,23 @@ FOCUS_SLICE_COSTS = Macro(
     "focus_slice_costs", ("relation",), _each(_slice), relations=("relation",)
 )
 
-# The slices' amounts where every cost column of the origin row equals a basis: as sliced, named
+# The slices' amounts: a slice that takes a rounding remainder (<rest>, the few slices of
+# origin rows with a column no basis equals) with it, every other as sliced. Named
 # allocated_<name>.
-FOCUS_COSTS_AS_SLICED = Macro(
-    "focus_costs_as_sliced",
-    ("relation",),
-    _each(lambda _, name, __: f"{{relation}}.sliced_{name} as allocated_{name}"),
-    relations=("relation",),
+FOCUS_COSTS_TAKING_REST = Macro(
+    "focus_costs_taking_rest",
+    ("relation", "rest"),
+    _each(
+        lambda _, name, __: (
+            f"coalesce({{rest}}.allocated_{name}, {{relation}}.sliced_{name}) as allocated_{name}"
+        )
+    ),
+    relations=("relation", "rest"),
 )
 
-# The slices' amounts where a cost column of the origin row equals no basis: that column's
-# rounding remainder goes to the slice that takes it (first_slice_takes_rest), over the slices of
-# the origin row and allocation model (a window); the other columns as sliced. Named
+# The slices' amounts of an origin row with a cost column no basis equals: that column's rounding
+# remainder goes to the slice that takes it (first_slice_takes_rest), over the slices of the
+# origin row and allocation model (a window); the other columns as sliced. Named
 # allocated_<name>.
 FOCUS_COSTS_WITH_REST = Macro(
     "focus_costs_with_rest",
@@ -133,7 +138,7 @@ FOCUS_MACROS = (
     FOCUS_COST_SOURCES,
     FOCUS_COSTS_UNMATCHED,
     FOCUS_SLICE_COSTS,
-    FOCUS_COSTS_AS_SLICED,
+    FOCUS_COSTS_TAKING_REST,
     FOCUS_COSTS_WITH_REST,
     FOCUS_CHECKSUMS,
     FOCUS_CHECKSUMS_DIFFER,

@@ -49,7 +49,10 @@ sourced as (
     from origins
 ),
 
-sliced as (
+sliced as not materialized (
+    -- each slice on each FOCUS row of its line, its amounts before any rounding remainder; read
+    -- twice, and the remainders' read keeps only the few origin rows with an unmatched column
+    -- before the join (a materialized copy of every slice cost more than the join)
     select
         sourced.*,
         model_slices.allocation_model,
@@ -76,24 +79,15 @@ sliced as (
     left join pools on model_slices.pool_name = pools.pool_name
 ),
 
-parts as (
+parts as not materialized (
     select
         sliced.*,
         focus_slice_costs(sliced)  -- noqa: AL03, RF02
     from sliced
 ),
 
-matched as (
-    select
-        parts.*,
-        false as takes_rest,
-        focus_costs_as_sliced(parts)  -- noqa: AL03, RF02
-    from parts
-    where not focus_costs_unmatched(parts)
-),
-
 ranked as (
-    -- the few origin rows with an amount no basis equals (a delivered ContractedCost): the slice of
+    -- the origin rows with an amount no basis equals (a delivered ContractedCost): the slice of
     -- the largest amount takes each such column's rounding remainder
     select
         parts.*,
@@ -112,17 +106,42 @@ ranked as (
     where focus_costs_unmatched(parts)
 ),
 
-unmatched as (
+with_rest as (
     select
-        ranked.*,
+        ranked.allocation_model,
+        ranked.x_LineId,
+        ranked.x_ProviderLineType,
+        ranked.allocation_kind,
+        ranked.attribution_method,
+        ranked.attempt_id,
+        ranked.experiment_id,
+        ranked.unallocated_reason,
+        ranked.takes_rest,
         focus_costs_with_rest(ranked.takes_rest, ranked)  -- noqa: AL03, RF02
     from ranked
 ),
 
+remainders as (
+    select with_rest.*
+    from with_rest
+    where with_rest.takes_rest
+),
+
 rested as (
-    select * from matched
-    union all
-    select * from unmatched
+    select
+        parts.*,
+        focus_costs_taking_rest(parts, remainders)  -- noqa: AL03, RF02
+    from parts
+    left join remainders
+        on
+            parts.allocation_model = remainders.allocation_model
+            and parts.x_LineId = remainders.x_LineId
+            and parts.x_ProviderLineType is not distinct from remainders.x_ProviderLineType
+            and parts.allocation_kind = remainders.allocation_kind
+            and parts.attribution_method is not distinct from remainders.attribution_method
+            and parts.attempt_id is not distinct from remainders.attempt_id
+            and parts.experiment_id is not distinct from remainders.experiment_id
+            and parts.unallocated_reason is not distinct from remainders.unallocated_reason
 ),
 
 described as (
