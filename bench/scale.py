@@ -36,7 +36,14 @@ def _write(con: duckdb.DuckDBPyConnection, sql: str, path: Path, schema: pa.Sche
     rows = 0
     with pq.ParquetWriter(path, schema, compression="snappy") as writer:
         for batch in con.sql(sql).to_arrow_reader(BATCH):
-            writer.write_batch(batch.cast(schema))
+            # a column the generator does not write (an optional telemetry column) is empty
+            columns = [
+                batch.column(field.name)
+                if field.name in batch.schema.names
+                else pa.nulls(batch.num_rows, field.type)
+                for field in schema
+            ]
+            writer.write_batch(pa.RecordBatch.from_arrays(columns, names=schema.names).cast(schema))
             rows += batch.num_rows
     return rows
 
