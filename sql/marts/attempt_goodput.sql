@@ -12,6 +12,9 @@
 -- failure_rate_per_gpu_hour), G = tau / (M e^(R/M) (e^((tau+delta)/M) - 1)) with tau the checkpoint
 -- interval and delta the write time (measured when the attempt saved checkpoints, else config.economics)
 -- and R = recovery_minutes. Money (cost, lost_work_cost) is effective_cost; rates are rounded to 10 places.
+-- Measured utilisation beside goodput (marts.gpu_utilisation, same attempt and model): mean_utilisation (busy /
+-- sampled GPU-hours, 0-1), busy and idle GPU-hours and utilisation_coverage (sampled / held); NULL when no
+-- prometheus source measured the attempt.
 with attempts as (
     select * from staging.attempts
 ),
@@ -22,6 +25,10 @@ events as (
 
 attempt_costs as (
     select * from marts.attempt_costs
+),
+
+utilisation as (
+    select * from marts.gpu_utilisation
 ),
 
 settings as (
@@ -266,9 +273,17 @@ final as (
             when coalesce(modeled.billed_gpu_hours, 0) = 0 then 'no_gpu_hours'
             when modeled.goodput is not null then 'measured'
             when modeled.modeled_goodput is not null then 'modeled_young_daly'
-        end as goodput_source
+        end as goodput_source,
+        utilisation.mean_utilisation,
+        utilisation.busy_gpu_hours,
+        utilisation.idle_gpu_hours,
+        utilisation.coverage as utilisation_coverage
     from modeled
     inner join attempt_costs on modeled.attempt_id = attempt_costs.attempt_id
+    left join utilisation
+        on
+            modeled.attempt_id = utilisation.attempt_id
+            and attempt_costs.allocation_model = utilisation.allocation_model
 )
 
 select * from final

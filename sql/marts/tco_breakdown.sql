@@ -8,6 +8,9 @@
 -- (compute), other (anything else: tax, credits, ...). Off the bill: goodput_loss = gpu_compute x
 -- (1/G - 1), G the experiment's GPU-hour weighted goodput_used from marts.attempt_goodput; NULL when
 -- G is unknown.
+-- Beside goodput on the goodput_loss row, the experiment's measured GPU utilisation (marts.gpu_utilisation, same
+-- model): mean_utilisation (busy / sampled GPU-hours), busy and idle GPU-hours, utilisation_coverage (sampled /
+-- held); NULL when no prometheus source measured its attempts.
 with cost_slices as (
     select * from allocation.cost_slices
 ),
@@ -18,6 +21,10 @@ profiles as (
 
 goodput as (
     select * from marts.attempt_goodput
+),
+
+utilisation as (
+    select * from marts.gpu_utilisation
 ),
 
 experiments as (
@@ -100,6 +107,20 @@ experiment_goodput as (
     group by goodput.allocation_model, goodput.experiment_id
 ),
 
+experiment_utilisation as (
+    select
+        utilisation.allocation_model,
+        utilisation.experiment_id,
+        exact_double_sum(utilisation.busy_gpu_hours)
+        / nullif(exact_double_sum(utilisation.sampled_gpu_hours), 0) as mean_utilisation,
+        exact_double_sum(utilisation.busy_gpu_hours) as busy_gpu_hours,
+        exact_double_sum(utilisation.idle_gpu_hours) as idle_gpu_hours,
+        exact_double_sum(utilisation.sampled_gpu_hours)
+        / nullif(exact_double_sum(utilisation.held_gpu_hours), 0) as utilisation_coverage
+    from utilisation
+    group by utilisation.allocation_model, utilisation.experiment_id
+),
+
 final as (
     select
         groups.experiment_id,
@@ -124,7 +145,15 @@ final as (
             when categories.cost_category <> 'goodput_loss' then null
             when experiment_goodput.any_modeled then 'includes_modeled_young_daly'
             when experiment_goodput.goodput is not null then 'measured'
-        end as goodput_source
+        end as goodput_source,
+        case when categories.cost_category = 'goodput_loss' then experiment_utilisation.mean_utilisation end
+            as mean_utilisation,
+        case when categories.cost_category = 'goodput_loss' then experiment_utilisation.busy_gpu_hours end
+            as busy_gpu_hours,
+        case when categories.cost_category = 'goodput_loss' then experiment_utilisation.idle_gpu_hours end
+            as idle_gpu_hours,
+        case when categories.cost_category = 'goodput_loss' then experiment_utilisation.utilisation_coverage end
+            as utilisation_coverage
     from groups
     cross join categories
     left join experiments on groups.experiment_id = experiments.experiment_id
@@ -146,6 +175,10 @@ final as (
         on
             groups.allocation_model = experiment_goodput.allocation_model
             and groups.experiment_id = experiment_goodput.experiment_id
+    left join experiment_utilisation
+        on
+            groups.allocation_model = experiment_utilisation.allocation_model
+            and groups.experiment_id = experiment_utilisation.experiment_id
 )
 
 select * from final

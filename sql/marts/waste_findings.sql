@@ -1,4 +1,4 @@
--- Waste findings (read-only): idle volumes and instances, GPUs waiting on data, stale checkpoints.
+-- Waste findings (read-only): idle volumes and instances, GPUs waiting on data or idle, stale checkpoints.
 -- grain: one row per (finding_type, subject_id)
 -- Amounts are effective_cost. idle_hours weighs each line's window by the unplaced share of it.
 -- evidence_line_ids: each finding's line ids, each once, ascending; collected per finding and then deduplicated and
@@ -16,6 +16,11 @@
 -- stale_checkpoint_storage: stored data (S3, Cloud Storage, snapshots) of resources the attempts held, and
 --   stored data tagged to an experiment, charged more than stale_checkpoint_days after the last attempt
 --   holding it (or of the experiment) ended: medium (resource link), high (experiment tag).
+-- gpu_idle: attempts whose measured GPUs idled (marts.gpu_utilisation, marginal): amount = its idle_cost, idle_hours
+--   its idle GPU-hours; evidence_windows the idle windows of telemetry.gpu_usage (resource, start, end, GPUs idle
+--   through it), ascending. Confidence follows coverage, one step lower matched by host (the host's GPUs are shared
+--   among the attempts on it, not told apart): by pod high at coverage 0.9 or more, medium at 0.5, else low; by host
+--   medium at 0.9, else low. evidence_windows is NULL for every other finding.
 with model_slices as (
     -- the slices without the line's dimensions: each use below joins the lines or their profiles once
     select * from allocation.model_slices
@@ -52,6 +57,14 @@ events as (
 
 settings as (
     select * from config.economics
+),
+
+utilisation as (
+    select * from marts.gpu_utilisation
+),
+
+usage as (
+    select * from staging.gpu_usage
 ),
 
 usage_kinds as (
@@ -240,6 +253,67 @@ waiting as (
     group by attempts.attempt_id, attempts.experiment_id
 ),
 
+gpu_idle as (
+    select
+        'gpu_idle' as finding_type,
+        utilisation.attempt_id as subject_id,
+        null as resource_id,
+        utilisation.experiment_id,
+        utilisation.attempt_id,
+        min(gpu_slices.billing_period) as billing_period,
+        utilisation.billing_currency,
+        utilisation.idle_cost as effective_cost,
+        utilisation.idle_gpu_hours as idle_hours,
+        list_sort(list_distinct(list(gpu_slices.line_id))) as evidence_line_ids,
+        case
+            when utilisation.method = 'prometheus_pod' and utilisation.coverage >= 0.9 then 'high'
+            when utilisation.method = 'prometheus_pod' and utilisation.coverage >= 0.5 then 'medium'
+            when utilisation.coverage >= 0.9 then 'medium'
+            else 'low'
+        end as confidence
+    from utilisation
+    inner join gpu_slices on utilisation.attempt_id = gpu_slices.attempt_id
+    where utilisation.allocation_model = 'marginal' and utilisation.idle_cost > 0
+    group by
+        utilisation.attempt_id,
+        utilisation.experiment_id,
+        utilisation.billing_currency,
+        utilisation.idle_cost,
+        utilisation.idle_gpu_hours,
+        utilisation.method,
+        utilisation.coverage
+),
+
+idle_windows as (
+    -- the evidence of gpu_idle: each idle window (resource, start, end) and how many GPUs idled through it
+    select
+        usage.attempt_id,
+        usage.resource_id,
+        usage.started_at,
+        usage.ended_at,
+        count(*) as gpus
+    from usage
+    where usage.state = 'idle'
+    group by usage.attempt_id, usage.resource_id, usage.started_at, usage.ended_at
+),
+
+idle_evidence as (
+    select
+        idle_windows.attempt_id,
+        list_sort(
+            list(
+                struct_pack(
+                    started_at := idle_windows.started_at,
+                    ended_at := idle_windows.ended_at,
+                    resource_id := idle_windows.resource_id,
+                    gpus := idle_windows.gpus
+                )
+            )
+        ) as evidence_windows
+    from idle_windows
+    group by idle_windows.attempt_id
+),
+
 holders as (
     select
         attempt_resources.resource_id,
@@ -321,6 +395,8 @@ findings as (
     select * from stale_by_resource
     union all
     select * from stale_by_tag
+    union all
+    select * from gpu_idle
 ),
 
 final as (
@@ -335,8 +411,11 @@ final as (
         money(findings.effective_cost) as effective_cost,
         findings.idle_hours,
         findings.evidence_line_ids,
-        findings.confidence
+        findings.confidence,
+        idle_evidence.evidence_windows
     from findings
+    left join idle_evidence
+        on findings.finding_type = 'gpu_idle' and findings.attempt_id = idle_evidence.attempt_id
 )
 
 select * from final

@@ -164,6 +164,57 @@ def test_idle_gpu_cost_per_attempt_equals_the_hand_worked_figures(built) -> None
         assert total == row["accelerator_cost"]
 
 
+def test_gpu_idle_findings_state_the_idle_windows_cost_and_confidence(built) -> None:
+    con, _telemetry, _messages = built
+    rows = con.execute(
+        "select subject_id, experiment_id, effective_cost, idle_hours, confidence, "
+        "evidence_windows, len(evidence_line_ids) from marts.waste_findings "
+        "where finding_type = 'gpu_idle' order by subject_id"
+    ).fetchall()
+    # the marginal idle_cost of each attempt that idled (att-d has no sample): high confidence,
+    # matched by pod with coverage 460/480 (a) and 1 (b, c)
+    window = {"i-node1": (at(10), at(11)), "i-node2": (at(10), at(10, 15))}
+    assert rows == [
+        ("att-a", "exp-1", Decimal("2"), 0.5, "high",
+         [{"started_at": at(10, 30), "ended_at": at(11), "resource_id": "i-node1", "gpus": 1}], 2),
+        ("att-b", "exp-2", Decimal("16"), 4.0, "high",
+         [{"started_at": window["i-node1"][0], "ended_at": window["i-node1"][1],
+           "resource_id": "i-node1", "gpus": 4}], 2),
+        ("att-c", "exp-1", Decimal("1.875"), 1.25, "high",
+         [{"started_at": at(10), "ended_at": at(10, 15), "resource_id": "i-node2", "gpus": 1},
+          {"started_at": at(11), "ended_at": at(12), "resource_id": "i-node3", "gpus": 1}], 2),
+    ]  # fmt: skip
+
+
+def test_goodput_and_tco_show_measured_utilisation(built) -> None:
+    con, _telemetry, _messages = built
+    goodput = con.execute(
+        "select attempt_id, mean_utilisation, busy_gpu_hours, idle_gpu_hours, "
+        "utilisation_coverage from marts.attempt_goodput where allocation_model = 'marginal' "
+        "order by attempt_id"
+    ).fetchall()
+    expected = {  # busy / sampled GPU-minutes (prometheus_world.EXPECTED)
+        "att-a": (344 / 460, 344 / 60, 0.5, 460 / 480),
+        "att-b": (244.8 / 480, 244.8 / 60, 4.0, 1.0),
+        "att-c": (244.8 / 480, 244.8 / 60, 1.25, 1.0),
+    }
+    for attempt, *measured in goodput:
+        if attempt == "att-d":  # held GPUs without a sample: no utilisation, coverage 0
+            assert measured == [None, 0.0, 0.0, 0.0]
+            continue
+        assert measured == pytest.approx(list(expected[attempt]), abs=1e-9), attempt
+    tco = con.execute(
+        "select experiment_id, cost_category, mean_utilisation, busy_gpu_hours, idle_gpu_hours, "
+        "utilisation_coverage from marts.tco_breakdown where allocation_model = 'marginal' "
+        "and (cost_category = 'goodput_loss' or mean_utilisation is not null) order by all"
+    ).fetchall()
+    # exp-1 is att-a and att-c: (344 + 244.8) busy of (460 + 480) sampled of 960 held minutes
+    assert [row[:2] for row in tco] == [("exp-1", "goodput_loss"), ("exp-2", "goodput_loss")]
+    assert list(tco[0][2:]) == pytest.approx([588.8 / 940, 588.8 / 60, 1.75, 940 / 960], abs=1e-9)
+    # exp-2 is att-b and att-d: 244.8 busy of 480 sampled of 720 held minutes
+    assert list(tco[1][2:]) == pytest.approx([244.8 / 480, 244.8 / 60, 4.0, 480 / 720], abs=1e-9)
+
+
 def test_idle_windows_name_the_gpus_and_times(built) -> None:
     con, _telemetry, _messages = built
     rows = con.execute(
