@@ -65,13 +65,17 @@ def free_port() -> int:
 
 
 @contextmanager
-def prometheus_server(folder: Path, metric: str, samples: Iterable[Sample]) -> Iterator[str]:
-    """A Prometheus serving the samples; its URL. Stopped by its pid on exit."""
+def prometheus_server(folder: Path, metric: str, samples: Iterable[Sample] | Path) -> Iterator[str]:
+    """A Prometheus serving the samples (or an OpenMetrics file's); its URL. Stopped by its pid
+    on exit."""
     require_prometheus()
     data = folder / "data"
     data.mkdir(parents=True)
-    source = folder / "samples.om"
-    source.write_text(openmetrics(metric, samples), encoding="utf-8")
+    if isinstance(samples, Path):
+        source = samples
+    else:
+        source = folder / "samples.om"
+        source.write_text(openmetrics(metric, samples), encoding="utf-8")
     subprocess.run(
         [PROMTOOL, "tsdb", "create-blocks-from", "openmetrics", str(source), str(data)],
         check=True,

@@ -132,32 +132,13 @@ EXPECTED = {
 }
 
 
-# att-vis-01 held i-0b7e4d1c2a9f80011 (4 GPUs) 2026-10-05 09:00-12:00; its node is gpu-v1
-START = dt.datetime(2026, 10, 5, 9, tzinfo=dt.UTC)
-
-
-def vis_samples() -> list[Sample]:
-    """The demo world's att-vis-01 measured by host: its 4 GPUs idle (0 %) the first hour, then
-    90 % busy; one sample a minute at :30."""
-    found = []
-    for index in range(4):
-        labels = {"Hostname": "gpu-v1", "gpu": str(index), "UUID": f"GPU-v{index}"}
-        for minute in range(180):
-            at = START.timestamp() + 30 + 60 * minute
-            found.append(Sample(labels, at, 0.0 if minute < 60 else 90.0))
-    return found
-
-
 def configure(folder: Path, url: str) -> Path:
-    """The demo world's runcost.toml with a prometheus source by host (gpu-v1 its node)."""
+    """The demo world's runcost.toml with a prometheus source by host, through the node map the
+    world writes beside its DCGM samples (pipeline/scenario/dcgm.py)."""
     config = folder / "runcost.toml"
-    (folder / "nodes.csv").write_text(
-        "node,instance_id,valid_from,valid_to\ngpu-v1,i-0b7e4d1c2a9f80011,2026-10-01T00:00:00Z,\n",
-        encoding="utf-8",
-    )
     text = config.read_text(encoding="utf-8").split("\n[[telemetry.sources]]")[0]
     config.write_text(
-        text + f'\n[[telemetry.sources]]\nkind = "prometheus"\npath = "nodes.csv"\n'
+        text + f'\n[[telemetry.sources]]\nkind = "prometheus"\npath = "dcgm/nodes.csv"\n'
         f'[telemetry.sources.options]\nurl = "{url}"\nby = "host"\n',
         encoding="utf-8",
     )

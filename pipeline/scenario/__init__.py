@@ -7,6 +7,8 @@ import uuid
 from pathlib import Path
 
 from pipeline.scenario.cur_writer import CurLine, write_cur_delivery
+from pipeline.scenario.dcgm import FOLDER as DCGM_FOLDER
+from pipeline.scenario.dcgm import write_dcgm
 from pipeline.scenario.expected import write_expected
 from pipeline.scenario.gcp_scenario import write_gcp_scenario
 from pipeline.scenario.oracle import OraclePool, compute
@@ -143,6 +145,8 @@ def write_scenario(out_dir: Path, seed: int = 7) -> Path:
     write_telemetry(
         out_dir / "telemetry", world.attempts, world.resources, world.experiments, world.events
     )
+    # DCGM samples of two GPU nodes, for a prometheus source (not configured: it needs a server)
+    write_dcgm(out_dir / DCGM_FOLDER)
     expectation = compute(
         world.lines,
         world.attempts,

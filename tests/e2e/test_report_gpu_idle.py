@@ -1,16 +1,18 @@
-"""The report's idle GPU section on a measured snapshot: the demo world with att-vis-01's DCGM
-samples in a real Prometheus (its 4 GPUs idle the first of its 3 hours), idle cost per
-experiment as the mart sums it, and the attempt's timeline drawn whole in Chromium at 900 px."""
+"""The report's idle GPU section on a measured snapshot: the demo world with its DCGM samples in
+a real Prometheus (pipeline/scenario/dcgm.py: att-vis-01's 4 GPUs idle the first of its 3 hours,
+att-vis-02's GPU 3 idle half an hour), idle cost per experiment as the mart sums it, and the
+attempts' timelines drawn whole in Chromium at 900 px."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
 from chromium import Charts, Sections, chromium, needs_chromium
 from prometheus_server import prometheus_server
-from prometheus_world import CLOCK, METRIC, configure, vis_samples
+from prometheus_world import CLOCK, METRIC, configure
 
 from pipeline.config.loader import load_config
 from pipeline.report import write_report
@@ -23,7 +25,8 @@ from pipeline.warehouse.snapshots import open_database
 def database(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     world = tmp_path_factory.mktemp("world")
     write_scenario(world)
-    with prometheus_server(tmp_path_factory.mktemp("prometheus"), METRIC, vis_samples()) as url:
+    samples = world / "dcgm" / "samples.om"
+    with prometheus_server(tmp_path_factory.mktemp("prometheus"), METRIC, samples) as url:
         yield run_pipeline(load_config(configure(world, url)), now=CLOCK).database
 
 
@@ -38,22 +41,26 @@ def test_idle_cost_per_experiment_is_the_marts_sum(database: Path, tmp_path: Pat
             "group by experiment_id order by sum(idle_cost) desc, experiment_id"
         ).fetchall()
         vis = con.execute(
-            "select idle_cost, accelerator_cost from marts.gpu_utilisation "
-            "where attempt_id = 'att-vis-01' and allocation_model = 'fully_loaded'"
+            "select sum(idle_cost) from marts.gpu_utilisation "
+            "where attempt_id like 'att-vis-%' and allocation_model = 'fully_loaded'"
         ).fetchone()
-    # the experiments measured, most idle cost first; only exp-vision-sweep idled (a third of
-    # att-vis-01's accelerator cost: 4 of its 12 GPU-hours)
-    assert rows[0][0] == "exp-vision-sweep" and rows[0][1] == vis[0] > 0
-    assert vis[0] == (vis[1] / 3).quantize(vis[0])
+    # the experiments measured, most idle cost first; only exp-vision-sweep idled: att-vis-01
+    # 2.0473666667 and att-vis-02 0.2554925 (tests/e2e/test_prometheus_nightly.py)
+    assert rows[0][0] == "exp-vision-sweep" and rows[0][1] == vis[0] == Decimal("2.3028591667")
     assert all(row[1] == 0 for row in rows[1:])
     cells = section.split("<tr>")[2:]
     assert [cell.split("</td>")[0].split(">")[-1] for cell in cells] == [row[0] for row in rows]
     assert f"<td class='num'>{vis[0]:,.2f}</td>" in cells[0]
     assert f"<td class='num'>{rows[0][2]:.0%}</td>" in cells[0]
-    # one timeline: the only attempt with idle GPU-hours, its 4 GPUs idle then busy
-    assert section.count("data-chart='gpu-timeline-") == 1
-    assert section.count("<rect class='mark'") == 8
-    assert "i-0b7e4d1c2a9f80011 · GPU-v0 · idle 2026-10-05 09:00 to 2026-10-05 10:00 UTC" in section
+    # a timeline per attempt that idled, most idle cost first: att-vis-01's 4 GPUs idle then busy
+    # (8 windows); att-vis-02's 4 GPUs busy around the exporter's gap, GPU 3 idle first (9)
+    assert section.count("data-chart='gpu-timeline-") == 2
+    first, second = section.split("data-chart='gpu-timeline-")[1:]
+    assert (first.count("<rect class='mark'"), second.count("<rect class='mark'")) == (8, 9)
+    assert "i-0b7e4d1c2a9f80011 · GPU-v1-0 · idle 2026-10-05 09:00 to 2026-10-05 10:00 UTC" in first
+    assert (
+        "i-0b7e4d1c2a9f80012 · GPU-v2-3 · idle 2026-10-05 09:00 to 2026-10-05 09:30 UTC" in second
+    )
 
 
 @needs_chromium
@@ -69,6 +76,7 @@ def test_the_section_draws_whole_at_900_px(
     body = sections.body
     assert body["data-report-rendered"] == "ok"
     assert int(charts.charts["gpu-timeline-1"]["data-marks-drawn"]) == 8
+    assert int(charts.charts["gpu-timeline-2"]["data-marks-drawn"]) == 9
     assert int(charts.charts["gpu-timeline-1"]["data-rendered-width"]) <= 900
     assert body["data-clipped-labels"] == "0"
     assert body["data-overlapping-labels"] == "0", body["data-overlapping-pairs"]

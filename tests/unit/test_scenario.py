@@ -80,7 +80,7 @@ def test_same_seed_same_bytes(tmp_path: Path) -> None:
     write_scenario(tmp_path / "a")
     write_scenario(tmp_path / "b")
     first, second = files_of(tmp_path / "a"), files_of(tmp_path / "b")
-    assert len(first) == 12  # attempt_events.csv and pool_costs.csv included
+    assert len(first) == 14  # attempt_events.csv, pool_costs.csv and dcgm/ (2 files) included
     assert first == second
     write_scenario(tmp_path / "c", seed=8)
     other = files_of(tmp_path / "c")
