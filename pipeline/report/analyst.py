@@ -198,7 +198,8 @@ SECTIONS = (
         "Waste findings",
         "marts.waste_findings",
         "Resources billed while nothing used them (idle volumes, instances after an attempt "
-        "ended), with the cost and how sure the finding is.",
+        "ended, GPUs an attempt held that measured idle), with the cost and how sure the "
+        "finding is.",
         ("finding", "subject", "experiment", "currency", "cost", "idle hours", "confidence"),
         frozenset({4, 5}),
         """
