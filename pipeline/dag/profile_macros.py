@@ -60,19 +60,19 @@ PROFILE_COLUMNS = (
     "service_subcategory",
     "sku_meter",
     "sku_price_details",
-    # runcost's classification of the line, which the economics marts read and nothing else
-    # (docs/economics.md#the-classification-of-a-cost-line): what it pays for, the kind of usage
-    # a waste finding reads, the accelerator and how many the bill says, and the commitment use
-    # of its effective cost
-    "cost_class",
-    "usage_kind",
-    "gpu_model",
-    "gpu_count",
-    "commitment_status",
 )
 
+# runcost's classification of the line, kept on its profile only (normalized.cost_lines does not
+# repeat it), which the economics marts read and nothing else
+# (docs/economics.md#the-classification-of-a-cost-line): what it pays for, the kind of usage a
+# waste finding reads, the accelerator and how many the bill says, and the commitment use of its
+# effective cost
+CLASSIFICATION_COLUMNS = ("cost_class", "usage_kind", "gpu_model", "gpu_count", "commitment_status")
+
 # The profile columns of a relation, in PROFILE_COLUMNS order, for a select list.
-LINE_PROFILE_COLUMNS = relation_columns("line_profile_columns", PROFILE_COLUMNS)
+LINE_PROFILE_COLUMNS = relation_columns(
+    "line_profile_columns", PROFILE_COLUMNS + CLASSIFICATION_COLUMNS
+)
 
 # The profile columns staging.focus_line_profiles computes from a FOCUS file's own columns (the
 # provider from provider_name); a FOCUS profile's other columns are the file's.
@@ -82,11 +82,6 @@ _FOCUS_COMPUTED = (
     "instance_type",
     "resource_class",
     "source_format",
-    "cost_class",
-    "usage_kind",
-    "gpu_model",
-    "gpu_count",
-    "commitment_status",
 )
 
 
