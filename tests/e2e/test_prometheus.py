@@ -2,15 +2,18 @@
 idle windows, coverage and the idle share of each attempt's accelerator cost, worked by hand.
 
 The scenario is tests/prometheus_world.py's. Its bill is AWS (i-node1 a p4d.24xlarge at $32 an
-hour, the others g5.12xlarge at $6) or Google Cloud (i-node1's A100 GPU SKU at $32 an hour
+hour, the others g5.12xlarge at $6), Google Cloud (i-node1's A100 GPU SKU at $32 an hour
 beside its N1 cores at $5, which are compute, not accelerator; the others G2 machines at $6,
-their GPUs in the machine price): the accelerator cost is read from the line profiles'
-provider-neutral classification, so both give the same figures.
+their GPUs in the machine price) or a FOCUS 1.2 file (i-node1's GPUs at $32 an hour named by
+SkuPriceDetails' GpuCount beside its cores at $5, which name no GPU; the others AWS rows whose
+x_UsageType is BoxUsage:g5.12xlarge): the accelerator cost is read from the line profiles'
+provider-neutral classification, so all three give the same figures.
 """
 
 from __future__ import annotations
 
 import http.server
+import json
 import logging
 import threading
 from collections.abc import Iterator
@@ -21,6 +24,8 @@ import duckdb
 import pyarrow as pa
 import pytest
 from builders import at, cur_line, records, sql_models, write_cur
+from focus_world import row as focus_row
+from focus_world import write_mixed_csv
 from prometheus_server import free_port, prometheus_server
 from prometheus_world import CLOCK, EXPECTED, METRIC, scenario_samples, source_config
 from sql.gcp_rows import gcp_row, write_gcp
@@ -29,12 +34,13 @@ from pipeline.common.errors import InputError
 from pipeline.config.loader import parse_config
 from pipeline.dag.build import build
 from pipeline.dag.pools import pool_models
+from pipeline.ingest.focus_files import ingest_focus_files
 from pipeline.run.history import set_clock
 from pipeline.run.settings import write_settings
 from pipeline.run.sources import register_sources
 from pipeline.telemetry.adapters import read_sources
 from pipeline.telemetry.prometheus import read
-from pipeline.warehouse.raw_store import Delivery
+from pipeline.warehouse.raw_store import DELIVERY_FILE, Delivery
 
 LABEL = "telemetry.sources[1] (prometheus)"
 
@@ -87,6 +93,50 @@ def gcp_bill(folder: Path) -> list[Delivery]:
     return [write_gcp(folder / "gcp", rows, day="2026-10-01")]
 
 
+def focus_bill(folder: Path) -> list[Delivery]:
+    """The bill as one FOCUS 1.2 CSV in the FOCUS sample's layout, ingested as runcost ingests
+    a configured FOCUS file set."""
+
+    def hour(instance: str, start: int, cost: str, **values: str) -> dict[str, str]:
+        line = {
+            "ResourceId": instance, "ChargePeriodStart": f"2026-10-01 {start}:00:00",
+            "ChargePeriodEnd": f"2026-10-01 {start + 1}:00:00", "ConsumedQuantity": "1",
+            "ConsumedUnit": "Hours", "PricingQuantity": "1", "PricingUnit": "Hours",
+            "ServiceSubcategory": "Virtual Machines", "BilledCost": cost, "EffectiveCost": cost,
+            "ListCost": cost, "InvoiceId": "INV-2026-10", "SkuPriceDetails": "NULL",
+            "x_UsageType": "NULL",
+        }  # fmt: skip
+        return focus_row("AWS", 10, **{**line, **values})
+
+    google = {"ProviderName": "Google Cloud", "PublisherName": "Google Cloud",
+              "InvoiceIssuerName": "Google Cloud", "BillingAccountId": "01A2B3-C4D5E6-F7A8B9",
+              "BillingAccountName": "Google billing", "ServiceName": "Compute Engine",
+              "InvoiceId": "GCP-2026-10"}  # fmt: skip
+    # i-node1 (Google Cloud rows in the same file): its eight GPUs priced apart from its cores.
+    # Only SkuPriceDetails' GpuCount marks the GPU rows (their description names no GPU); the
+    # core rows name none, so they are compute and must stay out of the accelerator cost
+    gpus = {**google, "SkuPriceDetails": '{"GpuCount": 8}', "ChargeDescription": "A100 80GB"}
+    cores = {**google, "SkuPriceDetails": '{"CoreCount": 96}',
+             "ChargeDescription": "N1 Predefined Instance Core running in Americas"}  # fmt: skip
+    # the others: AWS rows whose usage type alone names a GPU instance (g5)
+    g5 = {"ServiceName": "Amazon Elastic Compute Cloud", "x_UsageType": "USE1-BoxUsage:g5.12xlarge"}
+    rows = [
+        *(hour("i-node1", start, "32.0000000000", **gpus) for start in (10, 11)),
+        *(hour("i-node1", start, "5.0000000000", **cores) for start in (10, 11)),
+        hour("i-node2", 10, "6.0000000000", **g5),
+        hour("i-node3", 11, "6.0000000000", **g5),
+        hour("i-node4", 10, "6.0000000000", **g5),
+    ]
+    write_mixed_csv(folder / "focus" / "focus_2026_10.csv", rows)
+    deliveries = ingest_focus_files(parse_config({"focus": {"files": ["focus"]}}, base=folder))
+    versions = [
+        json.loads((item.folder / DELIVERY_FILE).read_text(encoding="utf-8"))["focus_versions"]
+        for item in deliveries
+    ]
+    assert versions == [["1.2"]]
+    return deliveries
+
+
 @pytest.fixture(scope="module")
 def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     with prometheus_server(
@@ -95,15 +145,15 @@ def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield url
 
 
-@pytest.fixture(scope="module", params=["aws", "gcp"])
+@pytest.fixture(scope="module", params=["aws", "gcp", "focus"])
 def built(
     request: pytest.FixtureRequest, prometheus: str, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[tuple[duckdb.DuckDBPyConnection, dict[str, pa.Table], list[str]]]:
     """The scenario's telemetry read with the Prometheus source (in queries of 2 pods and 40
     steps, so the hours are cut into several queries), and every model built over its bill,
-    AWS or Google Cloud."""
+    AWS, Google Cloud or FOCUS."""
     folder = tmp_path_factory.mktemp("world")
-    kind = {"aws": "ec2_instance", "gcp": "gce_instance"}[request.param]
+    kind = {"aws": "ec2_instance", "gcp": "gce_instance", "focus": "instance"}[request.param]
     config = parse_config(
         source_config(folder, prometheus, kind, batch=2, points_per_query=40), base=folder
     )
@@ -117,7 +167,12 @@ def built(
     con.execute("set TimeZone = 'UTC'")
     write_settings(con, config)
     set_clock(con, CLOCK)
-    deliveries = write_cur(folder, bill()) if request.param == "aws" else gcp_bill(folder)
+    if request.param == "aws":
+        deliveries = write_cur(folder, bill())
+    elif request.param == "gcp":
+        deliveries = gcp_bill(folder)
+    else:
+        deliveries = focus_bill(folder)
     register_sources(con, deliveries, telemetry)
     report = build(con, [*sql_models(), *pool_models(config)])
     assert report.check_failures == []
