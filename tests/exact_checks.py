@@ -14,6 +14,8 @@ from typing import Any
 
 import duckdb
 
+from pipeline.dag.macros import expand_macros
+
 # every line is split whole, once, under each model: its slices sum exactly to it in each basis
 SLICES_SUM_TO_LINE = """
 with slice_totals as (
@@ -84,7 +86,7 @@ order by all
 
 # every FOCUS charge (an origin row of normalized.focus) is split whole, once, under each model:
 # its marts.focus_allocated slices sum exactly to it in each cost column (checks.
-# focus_allocated_sums_to_origin weighs them per period instead)
+# focus_allocated_sums_to_origin weighs those split by ratio per period instead)
 FOCUS_ALLOCATED_SUMS = """
 with slice_totals as (
     select
@@ -115,9 +117,39 @@ where totals.x_LineId is null
 order by all
 """
 
+# every FOCUS origin row with a cost column no basis of its line equals (split by ratio, with a
+# rounding remainder) is one checks.focus_allocated_sums_to_origin checks (macro
+# focus_costs_maybe_unmatched), and no BilledCost, EffectiveCost or ListCost is such a column
+FOCUS_UNMATCHED_CHECKED = expand_macros(
+    """
+with line_facts as (
+    select facts.line_id, line_bases(facts)
+    from normalized.cost_line_facts as facts
+),
+sourced as (
+    select origins.*, focus_cost_sources(origins)
+    from (
+        select focus.*, line_costs(line_facts)
+        from normalized.focus as focus
+        inner join line_facts on focus.x_LineId = line_facts.line_id
+    ) as origins
+)
+select sourced.x_LineId, sourced.x_ProviderLineType
+from sourced
+where focus_costs_unmatched(sourced)
+    and (
+        not coalesce(focus_costs_maybe_unmatched(sourced), false)
+        or 'other' in (sourced.billed_from, sourced.effective_from, sourced.list_from)
+    )
+order by all
+""",
+    "tests/exact_checks.py",
+)
+
 EXACT_CHECKS = {
     "slices_sum_to_line": SLICES_SUM_TO_LINE,
     "focus_allocated_sums": FOCUS_ALLOCATED_SUMS,
+    "focus_unmatched_checked": FOCUS_UNMATCHED_CHECKED,
     "shares_per_line": SHARES_PER_LINE,
     "unique_lines": UNIQUE_LINES,
     "slice_profiles": SLICE_PROFILES,

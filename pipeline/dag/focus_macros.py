@@ -55,6 +55,41 @@ FOCUS_COSTS_UNMATCHED = Macro(
     relations=("relation",),
 )
 
+# The FOCUS cost columns normalized.focus maps to one of the line's bases or 0 on every row, by
+# construction: BilledCost is billed_cost (net_cost on Google Cloud, 0 on a commitment's Unused
+# row), EffectiveCost effective_cost (net_cost on Google Cloud, 0 on a commitment Purchase) and
+# ListCost list_cost (the billed amount where nothing lists a price). The others may be no basis:
+# a delivered or CUR net-rate ContractedCost, a PricingCurrencyEffectiveCost in another currency.
+FOCUS_COSTS_OF_A_BASIS = ("BilledCost", "EffectiveCost", "ListCost")
+assert set(FOCUS_COSTS_OF_A_BASIS) < {focus for focus, _, _ in FOCUS_COSTS}
+
+
+def _maybe_unmatched(focus: str) -> str:
+    differs = " and ".join(
+        f"{{relation}}.{focus} is distinct from {{relation}}.{basis_column}"
+        for basis_column in FOCUS_COSTS_OF_A_BASIS
+    )
+    return f"({{relation}}.{focus} <> 0 and {differs})"
+
+
+# An origin row of normalized.focus (no line bases needed) may have a cost column no basis of its
+# line equals: one of the other columns is neither NULL, 0 nor equal to a column of a basis. A
+# superset of the rows focus_costs_unmatched finds (a column equal to BilledCost equals the basis
+# BilledCost is), read without joining the line's bases: checks.focus_allocated_sums_to_origin
+# checks only these origins, the rest being split in a basis checks.slices_sum_to_line sums.
+FOCUS_COSTS_MAYBE_UNMATCHED = Macro(
+    "focus_costs_maybe_unmatched",
+    ("relation",),
+    "("
+    + " or ".join(
+        _maybe_unmatched(focus)
+        for focus, _, _ in FOCUS_COSTS
+        if focus not in FOCUS_COSTS_OF_A_BASIS
+    )
+    + ")",
+    relations=("relation",),
+)
+
 
 def _slice(focus: str, name: str, order: tuple[str, ...]) -> str:
     bases = " ".join(f"when '{basis}' then {{relation}}.{basis}_cost" for basis in BASES)
@@ -137,6 +172,7 @@ FOCUS_CHECKSUMS_DIFFER = Macro(
 FOCUS_MACROS = (
     FOCUS_COST_SOURCES,
     FOCUS_COSTS_UNMATCHED,
+    FOCUS_COSTS_MAYBE_UNMATCHED,
     FOCUS_SLICE_COSTS,
     FOCUS_COSTS_TAKING_REST,
     FOCUS_COSTS_WITH_REST,

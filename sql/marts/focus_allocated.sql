@@ -8,8 +8,9 @@
 -- one of its line's four bases (or 0) on almost every row, and the slice takes its own amount in that basis, so the
 -- slices sum exactly to the origin (focus_cost_sources); an amount no basis equals (a delivered ContractedCost) is
 -- split by the slice's ratio of its line, the slice of the largest amount taking the rounding remainder.
--- checks.focus_allocated_sums_to_origin checks the sums per model and period. Quantities and unit prices stay the
--- origin's; AllocatedMethodDetails gives the slice's ratio and its driver's quantity.
+-- checks.slices_sum_to_line checks the sums in a basis, checks.focus_allocated_sums_to_origin those split by ratio
+-- (per model and period). Quantities and unit prices stay the origin's; AllocatedMethodDetails gives the slice's
+-- ratio and its driver's quantity.
 -- FOCUS names are PascalCase by specification; DuckDB keeps an alias's case as written
 -- noqa: disable=CP02
 with focus as (

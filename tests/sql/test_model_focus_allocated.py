@@ -1,17 +1,21 @@
 """marts.focus_allocated on a small bill worked out by hand: each FOCUS charge split into its line's
 slices under each model, with the FOCUS 1.3 allocation columns, summing exactly to the charge;
-checks.focus_allocated_sums_to_origin sees a broken sum."""
+checks.focus_allocated_sums_to_origin sees a broken sum of a charge split by ratio, and
+checks.slices_sum_to_line one split in a basis."""
 
 from __future__ import annotations
 
 import json
 from decimal import Decimal
+from pathlib import Path
 
 import builders
 import pytest
 from builders import at, build_models, cur_line, records, run_check
 from exact_checks import exact_problems
 from gcp_rows import LINE_ID_BASE, credit, gcp_row, write_gcp
+
+from pipeline.dag.macros import expand_macros
 
 D = Decimal
 SP_ARN = "arn:aws:savingsplans::111111111111:savingsplan/sp-1"
@@ -62,6 +66,7 @@ CONFIG = {
 COSTS = ("BilledCost", "EffectiveCost", "ListCost", "ContractedCost")
 # a Google Cloud row with credits: its FOCUS BilledCost is its cost after every credit (net)
 GCP_LINE = LINE_ID_BASE
+CHECK_SQL = Path(__file__).resolve().parents[2] / "sql/checks/focus_allocated_sums_to_origin.sql"
 
 
 @pytest.fixture(scope="module")
@@ -215,7 +220,8 @@ def test_every_origin_sums_exactly_and_its_ratios_to_one(world) -> None:
     assert all(abs(row["total"] - 1) <= D("1e-9") for row in ratios), ratios
 
 
-def test_the_check_sees_a_slice_that_does_not_sum_to_its_origin(world) -> None:
+def test_the_check_sees_a_slice_split_by_ratio_that_does_not_sum_to_its_origin(world) -> None:
+    # line 3's ContractedCost is no basis of its line: the mart's ratio and remainder split it
     world.execute("create schema if not exists broken")
     world.execute(
         "create or replace table broken.focus_allocated as select * from marts.focus_allocated"
@@ -231,3 +237,63 @@ def test_the_check_sees_a_slice_that_does_not_sum_to_its_origin(world) -> None:
     assert [(row["allocation_model"], row["x_SourceFormat"]) for row in failures] == [
         ("marginal", "aws_cur")
     ]
+
+
+def test_the_check_reads_only_the_origins_split_by_ratio(world) -> None:
+    # line 3's ContractedCost (0.1) is no basis; the Google Cloud row's (10, its cost before
+    # credits) is its billed basis but none of its BilledCost, EffectiveCost, ListCost (6.5,
+    # 6.5, 12), so the check reads it too: a superset, never fewer
+    assert "where focus_costs_maybe_unmatched(focus)" in CHECK_SQL.read_text(encoding="utf-8")
+    rows = records(
+        world,
+        expand_macros(
+            "select x_LineId from normalized.focus as focus "
+            "where focus_costs_maybe_unmatched(focus) order by all",
+            "test",
+        ),
+    )
+    assert [row["x_LineId"] for row in rows] == [3, GCP_LINE]
+    assert exact_problems(world)["focus_unmatched_checked"] == []
+
+
+def test_a_broken_slice_in_a_basis_is_seen_by_slices_sum_to_line(world) -> None:
+    # line 1's BilledCost is its billed basis, so each slice's BilledCost is the slice's own
+    # billed_cost: a slice off by 1e-10 is off in the mart too, and slices_sum_to_line sees it
+    world.execute("create schema if not exists broken")
+    world.execute(
+        "create or replace table broken.model_slices as select * from allocation.model_slices"
+    )
+    world.execute(
+        "update broken.model_slices set billed_cost = billed_cost + 0.0000000001 "
+        "where line_id = 1 and attempt_id = 'a2' and allocation_model = 'marginal'"
+    )
+    world.execute(
+        "create or replace table broken.cost_slices as select allocation_model as "
+        "allocation_models, * exclude (allocation_model) from broken.model_slices"
+    )
+    sums = builders.model("allocation.profile_slice_sums").sql
+    world.execute(
+        "create or replace table broken.profile_slice_sums as "
+        + sums.replace("allocation.cost_slices", "broken.cost_slices")
+    )
+    mart = builders.model("marts.focus_allocated").sql
+    world.execute(
+        "create or replace table broken.focus_allocated_in_a_basis as "
+        + mart.replace("allocation.model_slices", "broken.model_slices")
+    )
+    (row,) = records(
+        world,
+        'select "BilledCost" from broken.focus_allocated_in_a_basis where x_LineId = 1 '
+        "and \"AllocatedResourceId\" = 'a2' and x_AllocationModel = 'marginal'",
+    )
+    assert row["BilledCost"] == D("0.5000000001")
+    # not one of the origins the FOCUS check reads: its rows are slices_sum_to_line's
+    check = builders.model("checks.focus_allocated_sums_to_origin").sql.replace(
+        "marts.focus_allocated", "broken.focus_allocated_in_a_basis"
+    )
+    assert records(world, f"select * from ({check})") == []
+    lines = builders.model("checks.slices_sum_to_line").sql.replace(
+        "allocation.profile_slice_sums", "broken.profile_slice_sums"
+    )
+    failures = records(world, f"select * from ({lines})")
+    assert [row["allocation_model"] for row in failures] == ["marginal"]
