@@ -18,7 +18,7 @@ from pipeline.common.duck import connect
 from pipeline.common.errors import InputError
 from pipeline.config.focus import DATA_SUFFIXES, FocusSource
 from pipeline.config.loader import Config
-from pipeline.ingest.focus_read import TYPED, read_focus_file
+from pipeline.ingest.focus_read import read_focus_file
 from pipeline.ingest.redelivery import check_shrink, invoiced
 from pipeline.ingest.value_rules import check_distinct_files
 from pipeline.warehouse.raw_store import Delivery, RawStore, sha256_file
@@ -76,26 +76,18 @@ def _ingest(
     for source in config.focus_sources:
         for number, (path, relative) in enumerate(listed[source.name]):
             digest = sha256_file(path)
-            typed = staging / ".typed" / f"{source.name}-{number:05d}.parquet"
-            typed.parent.mkdir(exist_ok=True)
-            read = read_focus_file(con, path, relative, source.provider_name, typed)
-            periods = [
-                row[0]
-                for row in con.execute(
-                    f"select distinct strftime(BillingPeriodStart, '%Y-%m') from {TYPED} order by 1"
-                ).fetchall()
-            ]
+            scratch = staging / ".typed" / f"{source.name}-{number:05d}.parquet"
+            scratch.parent.mkdir(exist_ok=True)
+
+            def part(period: str, name: str = source.name, number: int = number) -> Path:
+                # written where the delivery is staged, by the pass that types and checks
+                return staging / name / period / f"part-{number:05d}.parquet"
+
+            read = read_focus_file(con, path, relative, source.provider_name, scratch, part)
+            periods = list(read.periods)
             for period in periods:
                 item = staged.setdefault((source.name, period), _Period())
-                part = staging / source.name / period / f"part-{number:05d}.parquet"
-                part.parent.mkdir(parents=True, exist_ok=True)
-                con.execute(
-                    f"copy (select * from {TYPED} "
-                    f"where strftime(BillingPeriodStart, '%Y-%m') = '{period}' "
-                    f") to '{_escape(str(part))}' "
-                    "(format parquet, compression zstd)"
-                )
-                item.parts.append((part, relative, digest))
+                item.parts.append((part(period), relative, digest))
                 item.versions.add(read.version)
             log.info(
                 "%s: FOCUS %s, %d rows, billing periods %s",
@@ -236,7 +228,3 @@ def _delivery_id(period: str, source: FocusSource, item: _Period) -> str:
         [READER_VERSION, source.provider_name, period, sorted((r, d) for _p, r, d in item.parts)]
     )
     return hashlib.sha256(body.encode()).hexdigest()[:16]
-
-
-def _escape(text: str) -> str:
-    return text.replace("'", "''")

@@ -6,6 +6,7 @@ import csv
 import gzip
 import io
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,7 +17,7 @@ import pyarrow.parquet as pq
 
 from pipeline.common.duck import identifier, literal
 from pipeline.common.errors import InputError
-from pipeline.ingest import value_rules
+from pipeline.ingest import focus_write, value_rules
 from pipeline.ingest.precision import note_rounding
 from pipeline.ingest.unreadable import (
     GZIP_ERRORS,
@@ -61,11 +62,13 @@ _HOW = {
 
 @dataclass(frozen=True)
 class ReadFile:
-    """A FOCUS file loaded into the temp table focus_typed: its version and row count."""
+    """A FOCUS file written typed, one Parquet part per billing period (the view focus_typed
+    reads them): its version, row count, extra columns and periods (YYYY-MM)."""
 
     version: str
     rows: int
     extras: tuple[str, ...]
+    periods: tuple[str, ...]
 
 
 def read_focus_file(
@@ -73,12 +76,13 @@ def read_focus_file(
     path: Path,
     relative: str,
     provider_name: str | None,
-    typed_file: Path,
+    scratch: Path,
+    part: Callable[[str], Path],
 ) -> ReadFile:
-    """Load ``path`` as focus_typed (canonical FOCUS names, typed, plus extra columns): a
-    view of ``typed_file``, which it writes. A Parquet file is read as text through a view and
-    written typed in one pass, so no copy of the file is held in memory."""
-    names = _load_text(con, path, typed_file.with_name(f"{typed_file.stem}-text.parquet"))
+    """Write ``path`` typed (canonical FOCUS names, plus extra columns) as ``part(period)`` for
+    each billing period it holds, checked in the same pass; or say what is wrong. The file is
+    read through a view (a CSV first as text into ``scratch``), so no copy is held in memory."""
+    names, native = _load_text(con, path, scratch.with_name(f"{scratch.stem}-text.parquet"))
     mapping, extras = _map_columns(names, path)
     version = detect_version(names, path)
     missing = [
@@ -97,28 +101,29 @@ def read_focus_file(
                 else ""
             )
         )
+    plan = focus_write.plan(mapping, native, provider_name, _parse, _MONEY)
     select = [f"{_LINE} as {SOURCE_LINE}", f"{literal(relative)} as {SOURCE_FILE}"]
-    for name, kind in focus.KINDS.items():
-        if name == "ProviderName" and provider_name:
-            select.append(f"{literal(provider_name)} as ProviderName")
-        elif name in mapping:
-            select.append(f"{_parse(identifier(mapping[name]), kind)} as {name}")
-    select += [f"{identifier(name)}" for name in extras]
+    select += [f"{expression} as {name}" for name, expression in plan.typed]
+    select += [
+        f"{focus_write.text_of(name, native[name])} as {identifier(name)}" for name in extras
+    ]
     with reading(str(path), WHOLE_COPY):  # a Parquet file's pages are decoded here
-        _check_values(con, path, mapping, provider_name)
-        con.execute(
-            f"copy (select {', '.join(select)} from {_TEXT}) to {literal(str(typed_file))} "
-            "(format parquet, compression snappy)"
-        )
+        periods = focus_write.periods(con, plan)
+        try:
+            rows = focus_write.write(con, select, plan, periods, scratch, part, guarded=True)
+        except focus_write.Flagged:
+            # only a file with a value the pass flags pays for naming the first bad row
+            _check_values(con, path, mapping, provider_name)
+            rows = focus_write.write(con, select, plan, periods, scratch, part, guarded=False)
     con.execute(f"drop view {_TEXT}")
-    con.execute(
-        f"create or replace temp view {TYPED} as "
-        f"select * from read_parquet({literal(str(typed_file))})"
-    )
+    con.execute(f"drop view {focus_write.SOURCE}")
+    if not periods:
+        return ReadFile(version, rows, tuple(extras), periods)
+    files = ", ".join(literal(str(part(period))) for period in periods)
+    con.execute(f"create or replace temp view {TYPED} as select * from read_parquet([{files}])")
     _check_typed(con, path, mapping)
-    rows = con.execute(f"select count(*) from {TYPED}").fetchone()[0]
-    _note_precision(con, path, [name for name in mapping if focus.KINDS[name] == "decimal"])
-    return ReadFile(version, rows, tuple(extras))
+    note_rounding(con, TYPED, list(plan.may_round), str(path))
+    return ReadFile(version, rows, tuple(extras), periods)
 
 
 def detect_version(names: list[str], path: Path) -> str:
@@ -140,9 +145,12 @@ def detect_version(names: list[str], path: Path) -> str:
     return "1.0"
 
 
-def _load_text(con: duckdb.DuckDBPyConnection, path: Path, text_file: Path) -> list[str]:
-    """The file as the view focus_text, every column VARCHAR plus its 0-based row (runcost_line):
-    of the Parquet file itself, or of ``text_file``, which a CSV is written to block by block."""
+def _load_text(
+    con: duckdb.DuckDBPyConnection, path: Path, text_file: Path
+) -> tuple[list[str], dict[str, str]]:
+    """The file as the view focus_text, every column VARCHAR plus its 0-based row (runcost_line),
+    and as the view focus_source, every column as stored: of the Parquet file itself, or of
+    ``text_file``, which a CSV is written to block by block. The names, and each one's type."""
     name = path.name.lower()
     if name.endswith(".parquet"):
         try:
@@ -156,18 +164,20 @@ def _load_text(con: duckdb.DuckDBPyConnection, path: Path, text_file: Path) -> l
             ) from error
         names = [row[0] for row in described]
         columns = [
-            f"to_json({identifier(column)})::varchar as {identifier(column)}"
-            if kind.startswith(("MAP", "STRUCT")) or kind.endswith("]")
-            else f"cast({identifier(column)} as varchar) as {identifier(column)}"
+            f"{focus_write.text_of(column, kind)} as {identifier(column)}"
             for column, kind, *_ in described
         ]
         _check_names(names, path)
+        reader = f"read_parquet({literal(str(path))}, file_row_number = true)"
         con.execute(
             f"create or replace temp view {_TEXT} as select {', '.join(columns)}, "
-            f"file_row_number as {_LINE} "
-            f"from read_parquet({literal(str(path))}, file_row_number = true)"
+            f"file_row_number as {_LINE} from {reader}"
         )
-        return names
+        con.execute(
+            f"create or replace temp view {focus_write.SOURCE} as select * exclude "
+            f"(file_row_number), file_row_number as {_LINE} from {reader}"
+        )
+        return names, {column: kind for column, kind, *_ in described}
     names = _csv_header(path)
     _check_names(names, path)
     try:
@@ -203,7 +213,8 @@ def _load_text(con: duckdb.DuckDBPyConnection, path: Path, text_file: Path) -> l
         f"create or replace temp view {_TEXT} as "
         f"select * from read_parquet({literal(str(text_file))})"
     )
-    return names
+    con.execute(f"create or replace temp view {focus_write.SOURCE} as select * from {_TEXT}")
+    return names, dict.fromkeys(names, "VARCHAR")
 
 
 def _csv_header(path: Path) -> list[str]:
@@ -336,10 +347,6 @@ def _row(path: Path, line: int) -> str:
         if path.name.lower().endswith(".parquet")
         else (f"row {line + 1} (after the header)")
     )
-
-
-def _note_precision(con: duckdb.DuckDBPyConnection, path: Path, money: list[str]) -> None:
-    note_rounding(con, TYPED, money, str(path))
 
 
 def _parse(text: str, kind: str) -> str:
