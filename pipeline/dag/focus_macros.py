@@ -169,7 +169,22 @@ FOCUS_CHECKSUMS_DIFFER = Macro(
     relations=("left", "right"),
 )
 
+# A slice's ratio of its line, in the first basis the line has (not 0), else the slice's share:
+# what an amount no basis equals is split by. <slice> holds the slice's bases (<basis>_cost),
+# <line> the line's (line_<basis>_cost).
+SLICE_RATIO_OF_LINE = Macro(
+    "slice_ratio_of_line",
+    ("slice", "line"),
+    "coalesce("
+    + ", ".join(
+        f"{{slice}}.{basis}_cost / nullif({{line}}.line_{basis}_cost, 0)" for basis in BASES
+    )
+    + ", {slice}.share, 0)",
+    relations=("slice", "line"),
+)
+
 FOCUS_MACROS = (
+    SLICE_RATIO_OF_LINE,
     FOCUS_COST_SOURCES,
     FOCUS_COSTS_UNMATCHED,
     FOCUS_COSTS_MAYBE_UNMATCHED,

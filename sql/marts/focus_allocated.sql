@@ -67,14 +67,7 @@ sliced as not materialized (
         pools.driver,
         bases(model_slices),  -- noqa: AL03, RF02
         -- the slice's ratio of its line in the first basis the line has, for an amount no basis equals
-        coalesce(
-            model_slices.billed_cost / nullif(sourced.line_billed_cost, 0),
-            model_slices.effective_cost / nullif(sourced.line_effective_cost, 0),
-            model_slices.list_cost / nullif(sourced.line_list_cost, 0),
-            model_slices.net_cost / nullif(sourced.line_net_cost, 0),
-            model_slices.share,
-            0
-        ) as line_ratio
+        slice_ratio_of_line(model_slices, sourced) as line_ratio  -- noqa: RF02
     from sourced
     inner join model_slices on sourced.x_LineId = model_slices.line_id
     left join pools on model_slices.pool_name = pools.pool_name

@@ -418,6 +418,7 @@ def test_the_exact_decimal_rule_is_written_once() -> None:
     ]
     assert copies == []
     assert callers("exact_decimal(") == [
+        "marts.focus_allocated",  # a DOUBLE ratio written into JSON at the money type's places
         "staging.aws_cost_lines",
         "staging.aws_cur2_line_items",
         "staging.aws_cur2_split_line_items",
