@@ -71,7 +71,7 @@ def test_null_resource_ids_on_split_parents_name_the_rows_and_the_fix(
     assert record["error"] == said
     text = " ".join(status(config).split())  # `runcost status` says why, not only the name
     assert f"error: {said} " in text
-    assert "checks: 8 of 9 passed; failed: split_cost_matches_instance" in text
+    assert "checks: 10 of 11 passed; failed: split_cost_matches_instance" in text
 
 
 def no_space(*args: object, **kwargs: object) -> None:
