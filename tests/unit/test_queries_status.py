@@ -59,7 +59,7 @@ def test_a_published_warehouse(published: dict) -> None:
     assert found.running is None
     assert found.last_run == last_run(result.manifest)
     assert (found.last_run.run_id, found.last_run.status) == (result.run_id, "published")
-    assert found.last_run.failed_checks == [] and len(found.last_run.checks) == 9
+    assert found.last_run.failed_checks == [] and len(found.last_run.checks) == 11
     (totals,) = manifest["totals"]
     assert found.periods == [
         PeriodStatus(
