@@ -12,18 +12,16 @@ import datetime as dt
 import json
 import math
 import os
-import time
 import urllib.error
 import urllib.parse
 import urllib.request
 from dataclasses import dataclass, field
 from typing import Any
 
+from pipeline.common import http
 from pipeline.common.errors import InputError
 
 PAGE_SIZE = 1000  # runs/search max_results (the server allows up to 50,000)
-RETRIES = 3  # tries per request on a connection error, HTTP 429 or 5xx
-RETRY_SECONDS = 0.5  # first back-off; doubled each try
 TIMEOUT_SECONDS = 60
 # the environment variables the MLflow client itself reads; options.*_env name others
 DEFAULT_TOKEN_ENV = "MLFLOW_TRACKING_TOKEN"
@@ -290,35 +288,24 @@ class _Client:
         else:
             body = json.dumps(payload).encode()
             request = urllib.request.Request(url, body, self.headers, method="POST")
-        for attempt in range(RETRIES):
-            last = attempt == RETRIES - 1
-            try:
-                with urllib.request.urlopen(request, timeout=TIMEOUT_SECONDS) as response:
-                    return json.loads(response.read())
-            except urllib.error.HTTPError as error:
-                if error.code in (429, 500, 502, 503, 504) and not last:
-                    time.sleep(RETRY_SECONDS * 2**attempt)
-                    continue
-                body = error.read() or b""
-                if missing_ok and (error.code == 403 or b"RESOURCE_DOES_NOT_EXIST" in body):
-                    return {}
-                raise InputError(self._http_error(error, body, url, endpoint, experiment)) from None
-            except (urllib.error.URLError, OSError) as error:
-                if not last:
-                    time.sleep(RETRY_SECONDS * 2**attempt)
-                    continue
-                reason = getattr(error, "reason", error)
-                raise InputError(
-                    f"{self.label}: {self.uri}: cannot reach the MLflow tracking server "
-                    f"({reason}) after {RETRIES} tries; check options.tracking_uri and that "
-                    f"the server answers {self.uri}/health"
-                ) from None
-            except json.JSONDecodeError:
-                raise InputError(
-                    f"{self.label}: {url} did not answer JSON; is options.tracking_uri the "
-                    "tracking server's address (not the UI behind a login page)?"
-                ) from None
-        raise AssertionError("unreachable")
+        try:
+            return json.loads(http.read(request, TIMEOUT_SECONDS))
+        except urllib.error.HTTPError as error:
+            body = error.read() or b""
+            if missing_ok and (error.code == 403 or b"RESOURCE_DOES_NOT_EXIST" in body):
+                return {}
+            raise InputError(self._http_error(error, body, url, endpoint, experiment)) from None
+        except http.Unreachable as error:
+            raise InputError(
+                f"{self.label}: {self.uri}: cannot reach the MLflow tracking server "
+                f"({error.reason}) after {http.RETRIES} tries; check options.tracking_uri and "
+                f"that the server answers {self.uri}/health"
+            ) from None
+        except json.JSONDecodeError:
+            raise InputError(
+                f"{self.label}: {url} did not answer JSON; is options.tracking_uri the "
+                "tracking server's address (not the UI behind a login page)?"
+            ) from None
 
     def _http_error(
         self, error: urllib.error.HTTPError, body: bytes, url: str, endpoint: str, name: str | None

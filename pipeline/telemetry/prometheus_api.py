@@ -11,7 +11,6 @@ import base64
 import json
 import os
 import re
-import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -22,13 +21,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pa_csv
 
+from pipeline.common import http
 from pipeline.common.errors import InputError
 
 DEFAULT_METRIC = "DCGM_FI_DEV_GPU_UTIL"
 # Prometheus refuses a query_range answer above 11,000 points per series
 MAX_POINTS = 11_000
-RETRIES = 3  # tries per request on a connection error, a timeout, HTTP 429 or 5xx
-RETRY_SECONDS = 0.5  # first back-off; doubled each try
 BYS = ("pod", "host")
 METRIC_NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
 
@@ -186,26 +184,16 @@ def query_range(settings: Settings, label: str, query: str, start: int, end: int
     if settings.header:
         headers["Authorization"] = settings.header
     request = urllib.request.Request(url, headers=headers)
-    for attempt in range(RETRIES):
-        last = attempt == RETRIES - 1
-        try:
-            with urllib.request.urlopen(request, timeout=settings.timeout) as response:
-                return decode(response.read(), settings, label)
-        except urllib.error.HTTPError as error:
-            if error.code in (429, 500, 502, 503, 504) and not last:
-                time.sleep(RETRY_SECONDS * 2**attempt)
-                continue
-            raise InputError(_http_error(error, settings, label)) from None
-        except (urllib.error.URLError, OSError) as error:
-            if not last:
-                time.sleep(RETRY_SECONDS * 2**attempt)
-                continue
-            reason = getattr(error, "reason", error)
-            raise InputError(
-                f"{label}: {settings.url}: cannot reach Prometheus ({reason}) after {RETRIES} "
-                f"tries; check options.url and that {settings.url}/-/ready answers"
-            ) from None
-    raise AssertionError("unreachable")
+    try:
+        body = http.read(request, settings.timeout)
+    except urllib.error.HTTPError as error:
+        raise InputError(_http_error(error, settings, label)) from None
+    except http.Unreachable as error:
+        raise InputError(
+            f"{label}: {settings.url}: cannot reach Prometheus ({error.reason}) after "
+            f"{http.RETRIES} tries; check options.url and that {settings.url}/-/ready answers"
+        ) from None
+    return decode(body, settings, label)
 
 
 def _http_error(error: urllib.error.HTTPError, settings: Settings, label: str) -> str:

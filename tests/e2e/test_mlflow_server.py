@@ -188,7 +188,7 @@ def test_unreachable_server_and_secrets_in_config_are_refused(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     url = f"http://127.0.0.1:{free_port()}"  # nothing listens there
-    monkeypatch.setattr("pipeline.telemetry.mlflow_rest.RETRY_SECONDS", 0.01)
+    monkeypatch.setattr("pipeline.common.http.RETRY_SECONDS", 0.01)
     with pytest.raises(InputError) as raised:
         read(source(url), "src")
     assert str(raised.value).startswith(f"src: {url}: cannot reach the MLflow tracking server (")

@@ -376,7 +376,7 @@ def _read_with(tmp_path: Path, url: str, **options: object) -> None:
 def test_an_unreachable_prometheus_is_one_error_naming_the_source(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("pipeline.telemetry.prometheus_api.RETRY_SECONDS", 0.01)
+    monkeypatch.setattr("pipeline.common.http.RETRY_SECONDS", 0.01)
     url = f"http://127.0.0.1:{free_port()}"
     with pytest.raises(InputError) as error:
         _read_with(tmp_path, url)
