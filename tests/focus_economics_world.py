@@ -1,5 +1,6 @@
 """A FOCUS world for the economics marts: what a FOCUS 1.2 file says about GPUs, spot capacity,
-disks, egress, commitments, the cluster fee and support, in the FOCUS sample's CSV layout.
+disks, stored checkpoints, egress, commitments, the cluster fee and support, in the FOCUS
+sample's CSV layout.
 
 AWS rows as its FOCUS export writes them (x_UsageType, SkuPriceDetails with InstanceType and
 GpuCount) and a Google Cloud GPU row named only by its charge description. Every figure the tests
@@ -22,10 +23,12 @@ from pipeline.scenario.telemetry_writer import (
 
 GPU_VM, SPOT_VM, IDLE_VM = "i-0gpu0001", "i-0spot0001", "i-0idle0001"
 DATA_DISK, ORPHAN_DISK = "vol-0data0001", "vol-0orphan0001"
+CHECKPOINTS = "ckpt-bucket-f1"  # the S3 bucket att-f1 wrote its checkpoints to
 COMMITMENT = "arn:aws:savingsplans::123456789012:savingsplan/sp-econ-1"
 F1 = {"user_attempt_id": "att-f1", "user_experiment_id": "exp-f"}
 F2 = {"user_attempt_id": "att-f2", "user_experiment_id": "exp-f"}
 F3 = {"user_attempt_id": "att-f3", "user_experiment_id": "exp-g"}
+EXP_G = {"user_experiment_id": "exp-g"}
 CONFIG = """\
 [warehouse]
 path = "warehouse"
@@ -90,6 +93,9 @@ def economics_rows() -> list[dict[str, str]]:
     ebs = {"ServiceName": "Amazon Elastic Compute Cloud", "ServiceCategory": "Storage",
            "ServiceSubcategory": "Block Storage", "ConsumedUnit": "GB-Months",
            "PricingUnit": "GB-Months", "x_UsageType": "USE1-EBS:VolumeUsage.gp3"}  # fmt: skip
+    s3 = {"ServiceName": "Amazon Simple Storage Service", "ServiceCategory": "Storage",
+          "ServiceSubcategory": "Object Storage", "ConsumedUnit": "GB-Months",
+          "PricingUnit": "GB-Months", "x_UsageType": "USE1-TimedStorage-ByteHrs"}  # fmt: skip
     rows = [
         # exp-f's GPUs: two p4d hours (accelerator, A100 x 8) and two g5 Spot hours (A10G)
         *(_aws(**p4d, **_hour(2, hour), **_money("32.7726000000")) for hour in (10, 11)),
@@ -102,6 +108,11 @@ def economics_rows() -> list[dict[str, str]]:
         _aws(**ebs, ResourceId=ORPHAN_DISK, **_hour(5, 0, 30), **_money("0.3000000000")),
         # an instance no attempt held, three hours at 0.192: an idle instance, low confidence
         *(_aws(**idle, **_hour(6, hour), **_money("0.1920000000")) for hour in (1, 2, 3)),
+        # checkpoints kept past the 7 stale days after the last attempt ended: a day of S3 tagged
+        # to exp-g (att-f3 ended October 3, 10:00), 0.05, high confidence; a day of the bucket
+        # att-f1 held (it ended October 2, 12:00), untagged, 0.08, medium confidence
+        _aws(**s3, Tags=EXP_G, **_hour(15, 0, 24), **_money("0.0500000000")),
+        _aws(**s3, ResourceId=CHECKPOINTS, **_hour(20, 0, 24), **_money("0.0800000000")),
         # the Savings Plan: its fee a Purchase of effective cost 0, its unused hour idle capacity
         _aws(ChargeCategory="Purchase", ChargeFrequency="Recurring", **_hour(2, 10),
              CommitmentDiscountId=COMMITMENT, CommitmentDiscountCategory="Spend",
@@ -144,12 +155,15 @@ def write_focus_economics_world(folder: Path) -> Path:
         attempt("att-f2", "exp-f", 1, "spot", datetime(2026, 10, 2, 10, tzinfo=UTC), 2),
         attempt("att-f3", "exp-g", 1, "on_demand", datetime(2026, 10, 3, 9, tzinfo=UTC), 1),
     ]
-    held = AttemptResource("att-f1", GPU_VM, "instance", None, None, 8)
+    held = [
+        AttemptResource("att-f1", GPU_VM, "instance", None, None, 8),
+        AttemptResource("att-f1", CHECKPOINTS, "s3_bucket", None, None, 0),
+    ]
     experiments = [
         Experiment("exp-f", "vision", "accuracy", 0.9, True),
         Experiment("exp-g", "speech", "accuracy", 0.9, True),
     ]
-    write_telemetry(folder / "telemetry", attempts, [held], experiments)
+    write_telemetry(folder / "telemetry", attempts, held, experiments)
     config = folder / "runcost.toml"
     config.write_text(CONFIG, encoding="utf-8")
     return config

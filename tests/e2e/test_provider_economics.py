@@ -168,14 +168,18 @@ def test_focus_tco_by_hand(focus) -> None:
         "control_plane": D("0.20"),
         "support": D("5.00"),
     }
-    # exp-g: a Google Cloud T4 hour named only by its charge description
-    assert tco(focus, "exp-g", "marginal") == {"gpu_compute": D("0.35")}
+    # exp-g: a Google Cloud T4 hour named only by its charge description, and the day of S3
+    # tagged to the experiment
+    assert tco(focus, "exp-g", "marginal") == {"gpu_compute": D("0.35"), "storage": D("0.05")}
 
 
 def test_focus_waste_by_hand(focus) -> None:
-    # vol-0orphan0001: one row over 30 hours, 0.30; i-0idle0001: 3 hours at 0.192
+    # vol-0orphan0001: one row over 30 hours, 0.30; i-0idle0001: 3 hours at 0.192; S3 days
+    # after the 7 stale days: tagged to exp-g (0.05, high), of att-f1's bucket (0.08, medium)
     assert findings(focus) == [
         ("idle_instance", "i-0idle0001", D("0.576"), 3.0, "low"),
+        ("stale_checkpoint_storage", "ckpt-bucket-f1", D("0.08"), 24.0, "medium"),
+        ("stale_checkpoint_storage", "exp-g", D("0.05"), 24.0, "high"),
         ("unattached_volume", "vol-0orphan0001", D("0.30"), 30.0, "medium"),
     ]
 
@@ -204,6 +208,7 @@ def test_focus_classification_from_its_own_columns(focus) -> None:
         ("Amazon Elastic Compute Cloud", "accelerator", "instance", "A100", 8, None, "Standard"),
         ("Amazon Elastic Compute Cloud", "accelerator", "instance", "A10G", None, None, "Dynamic"),
         ("Amazon Elastic Compute Cloud", "storage", "disk", None, None, None, "Standard"),
+        ("Amazon Simple Storage Service", "storage", "stored_data", None, None, None, "Standard"),
         ("Compute Engine", "accelerator", "instance", "T4", None, None, "Standard"),
         ("Virtual Machines", "compute", None, None, None, "Unused", "Standard"),
     ]
