@@ -1,27 +1,27 @@
 -- An attempt's cost is summed in one currency: no attempt draws slices from lines billed in two currencies.
 -- grain: one row per (allocation_model, attempt_id) with more than one billing currency
-with cost_slices as (
-    select * from allocation.cost_slices
+with period_slice_sums as (
+    select * from allocation.period_slice_sums
 ),
 
 mixed_attempts as (
     -- attempts whose slices, of any model, are in more than one currency: only these can break the
     -- rule under a model, so only their slices are read again per model
-    select cost_slices.attempt_id
-    from cost_slices
-    where cost_slices.attempt_id is not null
-    group by cost_slices.attempt_id
-    having min(cost_slices.billing_currency) <> max(cost_slices.billing_currency)
+    select period_slice_sums.attempt_id
+    from period_slice_sums
+    where period_slice_sums.attempt_id is not null
+    group by period_slice_sums.attempt_id
+    having min(period_slice_sums.billing_currency) <> max(period_slice_sums.billing_currency)
 ),
 
 stored_currencies as (
-    -- each stored slice read once, by the models it belongs to, before the models are expanded
+    -- each period's sums read once, by the models they belong to, before the models are expanded
     select distinct
-        cost_slices.allocation_models,
-        cost_slices.attempt_id,
-        cost_slices.billing_currency
-    from cost_slices
-    semi join mixed_attempts on cost_slices.attempt_id = mixed_attempts.attempt_id
+        period_slice_sums.allocation_models,
+        period_slice_sums.attempt_id,
+        period_slice_sums.billing_currency
+    from period_slice_sums
+    semi join mixed_attempts on period_slice_sums.attempt_id = mixed_attempts.attempt_id
 ),
 
 final as (

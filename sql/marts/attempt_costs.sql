@@ -5,16 +5,12 @@ with attempts as (
     select * from staging.attempts
 ),
 
-cost_slices as (
-    select * from allocation.cost_slices
+period_slice_sums as (
+    select * from allocation.period_slice_sums
 ),
 
 billing_periods as (
     select * from normalized.billing_periods
-),
-
-profiles as (
-    select * from normalized.cost_line_profiles
 ),
 
 cost_estimates as (
@@ -47,41 +43,37 @@ overlap_finality as (
     group by attempts.attempt_id
 ),
 
-profile_periods as (
-    -- each profile's periods with their status: a slice's provider and account are its profile's,
-    -- so the slices meet their periods on (profile_key, billing_period), not on the text keys
+period_ranks as (
+    -- each billing period's status as a rank: the least final of an attempt's periods decides
     select
-        profiles.profile_key,
+        billing_periods.provider,
+        billing_periods.billing_account_id,
         billing_periods.billing_period,
         case billing_periods.period_status when 'open' then 1 when 'provisional' then 2 else 3 end as status_rank
-    from profiles
-    inner join billing_periods
-        on
-            profiles.provider = billing_periods.provider
-            and profiles.billing_account_id is not distinct from billing_periods.billing_account_id
+    from billing_periods
 ),
 
 slice_totals as (
-    -- each stored slice summed once, by the models it belongs to, before the models are
-    -- expanded: a slice of both models is not summed twice
+    -- each period's sums of the stored slices, by the models they belong to, added before the
+    -- models are expanded: a slice of both models is not summed twice
     select
-        cost_slices.allocation_models,
-        cost_slices.attempt_id,
-        sum_bases(cost_slices),  -- noqa: AL03, RF02
-        sum(cost_slices.effective_cost) filter (
-            where cost_slices.attribution_method = 'resource_time'
+        period_slice_sums.allocation_models,
+        period_slice_sums.attempt_id,
+        sum_bases(period_slice_sums),  -- noqa: AL03, RF02
+        sum(period_slice_sums.effective_cost) filter (
+            where period_slice_sums.attribution_method = 'resource_time'
         ) as estimated_cost,
-        sum(cost_slices.effective_cost) filter (
-            where cost_slices.allocation_kind = 'shared'
+        sum(period_slice_sums.effective_cost) filter (
+            where period_slice_sums.allocation_kind = 'shared'
         ) as shared_cost,
-        min(cost_slices.billing_currency) as billing_currency,
-        count(*) as slices,
-        -- the least final period among the slices' periods, in the same pass over the slices
-        min(profile_periods.status_rank) as status_rank
-    from cost_slices
-    left join profile_periods on same_profile_period(cost_slices, profile_periods)  -- noqa: RF02
-    where cost_slices.attempt_id is not null
-    group by cost_slices.allocation_models, cost_slices.attempt_id
+        min(period_slice_sums.billing_currency) as billing_currency,
+        sum(period_slice_sums.cost_slices) as slices,
+        -- the least final period among the slices' periods, in the same pass over the sums
+        min(period_ranks.status_rank) as status_rank
+    from period_slice_sums
+    left join period_ranks on same_billing_period(period_slice_sums, period_ranks)  -- noqa: RF02
+    where period_slice_sums.attempt_id is not null
+    group by period_slice_sums.allocation_models, period_slice_sums.attempt_id
 ),
 
 own_model_totals as (

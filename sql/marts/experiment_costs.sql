@@ -5,8 +5,8 @@ with attempt_costs as (
     select * from marts.attempt_costs
 ),
 
-cost_allocations as (
-    select * from allocation.model_slices
+period_slice_sums as (
+    select * from allocation.period_slice_sums
 ),
 
 experiments as (
@@ -31,17 +31,28 @@ attempt_statuses as (
     group by attempt_costs.allocation_model, attempt_costs.experiment_id
 ),
 
+experiment_only_sums as (
+    -- each period's sums of the slices placed on an experiment and no attempt (lines tagged to it),
+    -- under each model they belong to
+    select
+        allocation_models.allocation_model,
+        period_slice_sums.*
+    from period_slice_sums
+    inner join allocation_models() as allocation_models
+        on in_allocation_model(period_slice_sums.allocation_models, allocation_models.allocation_model)
+    where period_slice_sums.attempt_id is null
+),
+
 experiment_only_periods as (
     select
-        cost_allocations.allocation_model,
-        cost_allocations.experiment_id,
+        experiment_only_sums.allocation_model,
+        experiment_only_sums.experiment_id,
         min(
             case billing_periods.period_status when 'open' then 1 when 'provisional' then 2 else 3 end
         ) as status_rank
-    from cost_allocations
-    inner join billing_periods on same_billing_period(cost_allocations, billing_periods)  -- noqa: RF02
-    where cost_allocations.attempt_id is null and cost_allocations.experiment_id is not null
-    group by cost_allocations.allocation_model, cost_allocations.experiment_id
+    from experiment_only_sums
+    inner join billing_periods on same_billing_period(experiment_only_sums, billing_periods)  -- noqa: RF02
+    group by experiment_only_sums.allocation_model, experiment_only_sums.experiment_id
 ),
 
 known_experiments as (
@@ -71,12 +82,11 @@ attempt_totals as (
 
 experiment_only as (
     select
-        cost_allocations.allocation_model,
-        cost_allocations.experiment_id,
-        sum_bases(cost_allocations)  -- noqa: AL03
-    from cost_allocations
-    where cost_allocations.attempt_id is null and cost_allocations.experiment_id is not null
-    group by cost_allocations.allocation_model, cost_allocations.experiment_id
+        experiment_only_sums.allocation_model,
+        experiment_only_sums.experiment_id,
+        sum_bases(experiment_only_sums)  -- noqa: AL03
+    from experiment_only_sums
+    group by experiment_only_sums.allocation_model, experiment_only_sums.experiment_id
 ),
 
 experiment_models as (

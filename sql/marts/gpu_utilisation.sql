@@ -25,12 +25,8 @@ run_clock as (
     select * from staging.run_clock
 ),
 
-cost_slices as (
-    select * from allocation.cost_slices
-),
-
-profiles as (
-    select * from normalized.cost_line_profiles
+period_slice_sums as (
+    select * from allocation.period_slice_sums
 ),
 
 measured_resources as (
@@ -81,17 +77,17 @@ measured as (
 ),
 
 accelerator_slices as (
-    -- the slices of accelerator lines, summed once per stored model before the models are expanded
+    -- the slices of accelerator lines (each period's sums), added once per stored model before the
+    -- models are expanded
     select
-        cost_slices.allocation_models,
-        cost_slices.attempt_id,
-        sum(cost_slices.effective_cost) as effective_cost,
-        min(cost_slices.billing_currency) as billing_currency
-    from cost_slices
-    inner join profiles on cost_slices.profile_key = profiles.profile_key
-    inner join measured on cost_slices.attempt_id = measured.attempt_id
-    where profiles.cost_class = 'accelerator'
-    group by cost_slices.allocation_models, cost_slices.attempt_id
+        period_slice_sums.allocation_models,
+        period_slice_sums.attempt_id,
+        sum(period_slice_sums.effective_cost) as effective_cost,
+        min(period_slice_sums.billing_currency) as billing_currency
+    from period_slice_sums
+    inner join measured on period_slice_sums.attempt_id = measured.attempt_id
+    where period_slice_sums.cost_class = 'accelerator'
+    group by period_slice_sums.allocation_models, period_slice_sums.attempt_id
 ),
 
 model_costs as (

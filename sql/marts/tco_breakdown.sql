@@ -11,12 +11,8 @@
 -- Beside goodput on the goodput_loss row, the experiment's measured GPU utilisation (marts.gpu_utilisation, same
 -- model): mean_utilisation (busy / sampled GPU-hours), busy and idle GPU-hours, utilisation_coverage (sampled /
 -- held); NULL when no prometheus source measured its attempts.
-with cost_slices as (
-    select * from allocation.cost_slices
-),
-
-profiles as (
-    select * from normalized.cost_line_profiles
+with period_slice_sums as (
+    select * from allocation.period_slice_sums
 ),
 
 goodput as (
@@ -40,35 +36,27 @@ categories as (
         unnest([1, 2, 3, 4, 5, 6, 7, 8, 9]) as category_order
 ),
 
-profile_categories as (
-    -- each profile's category: the columns it is read from are the profile's, so the slices
-    -- meet the bill's few thousand profiles on profile_key, never its lines on line_id
-    select
-        profiles.profile_key,
-        case
-            when profiles.commitment_status = 'Unused' then 'idle_capacity'
-            when profiles.cost_class = 'network' then 'networking'
-            when profiles.cost_class = 'accelerator' then 'gpu_compute'
-            when profiles.cost_class = 'compute' then 'other_compute'
-            when profiles.cost_class in ('support', 'control_plane', 'storage') then profiles.cost_class
-            else 'other'
-        end as cost_category
-    from profiles
-),
-
 classified as (
-    -- each stored slice classified once, by the models it belongs to, before the models are
-    -- expanded: a slice of both models meets the categories once
+    -- each period's sums classified once, by the models they belong to, before the models are
+    -- expanded: a sum of both models meets the categories once; the classification is the lines'
+    -- profile's, carried by the sums
     select
-        cost_slices.allocation_models,
-        cost_slices.experiment_id,
-        cost_slices.billing_period,
-        cost_slices.billing_currency,
-        profile_categories.cost_category,
-        sum(cost_slices.effective_cost) as effective_cost
-    from cost_slices
-    inner join profile_categories on cost_slices.profile_key = profile_categories.profile_key
-    where cost_slices.experiment_id is not null
+        period_slice_sums.allocation_models,
+        period_slice_sums.experiment_id,
+        period_slice_sums.billing_period,
+        period_slice_sums.billing_currency,
+        case
+            when period_slice_sums.commitment_status = 'Unused' then 'idle_capacity'
+            when period_slice_sums.cost_class = 'network' then 'networking'
+            when period_slice_sums.cost_class = 'accelerator' then 'gpu_compute'
+            when period_slice_sums.cost_class = 'compute' then 'other_compute'
+            when period_slice_sums.cost_class in ('support', 'control_plane', 'storage')
+                then period_slice_sums.cost_class
+            else 'other'
+        end as cost_category,
+        sum(period_slice_sums.effective_cost) as effective_cost
+    from period_slice_sums
+    where period_slice_sums.experiment_id is not null
     group by all
 ),
 

@@ -50,6 +50,7 @@ def corrupt_slices(con, statement: str, params: list | None = None) -> None:
     con.execute(statement.replace("allocation_model ", "allocation_models "), params or [])
     # the checks and marts that sum the slices read their sums, computed once from them
     rebuild(con, "allocation.profile_slice_sums")
+    rebuild(con, "allocation.period_slice_sums")
 
 
 @pytest.fixture

@@ -155,6 +155,7 @@ def test_the_allocation_model_rule_is_written_once() -> None:
         "checks.slices_sum_to_line",
         "marts.attempt_costs",
         "marts.cost_changes",
+        "marts.experiment_costs",
         "marts.gpu_utilisation",
         "marts.reconciliation",
         "marts.tco_breakdown",
