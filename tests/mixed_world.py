@@ -16,8 +16,8 @@ from focus_world import row as focus_row
 from focus_world import write_mixed_csv
 
 from pipeline.scenario.cur_writer import CurLine, write_cur_delivery
+from pipeline.scenario.gcp_rows import GIB, N1_RAM, T4, GcpRow
 from pipeline.scenario.gcp_scenario import write_export
-from pipeline.scenario.gcp_world import GIB, N1_RAM, T4, GcpRow
 from pipeline.scenario.telemetry_writer import Attempt, AttemptResource, Experiment, write_telemetry
 
 D = Decimal

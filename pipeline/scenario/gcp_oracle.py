@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from pipeline.scenario.gcp_world import GcpRow
+from pipeline.scenario.gcp_rows import GcpRow
 from pipeline.scenario.oracle import (
     Attributor,
     Expectation,

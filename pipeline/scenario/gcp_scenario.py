@@ -13,15 +13,8 @@ import pyarrow.parquet as pq
 
 from pipeline.scenario.expected import write_expected
 from pipeline.scenario.gcp_oracle import compute_gcp
-from pipeline.scenario.gcp_world import (
-    ACCOUNT,
-    GKE,
-    PROJECT,
-    REGION,
-    ZONE,
-    GcpRow,
-    build_gcp_world,
-)
+from pipeline.scenario.gcp_rows import ACCOUNT, GKE, PROJECT, REGION, ZONE, GcpRow
+from pipeline.scenario.gcp_world import build_gcp_world
 from pipeline.scenario.oracle import OraclePool
 from pipeline.scenario.telemetry_writer import write_telemetry
 from schemas import gcp_billing

@@ -1,105 +1,44 @@
-"""The GCP demo world: GPU VMs (N1 with T4s, A2, a Spot VM), disks, egress, GKE pods and its cluster
-fee, commitments, credits, tax and late rows, with telemetry."""
+"""The GCP demo world: GPU VMs (N1 with T4s, A2, a Spot VM), disks, egress, stale checkpoints in
+Cloud Storage, GKE pods and its cluster fee, commitments, credits, tax and late rows, with
+telemetry."""
 
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
 from pipeline.scenario.billing import hours, utc
+from pipeline.scenario.gcp_rows import (
+    A2_CORE,
+    A2_RAM,
+    A100,
+    CUD_CPU,
+    CUD_RAM,
+    EGRESS,
+    GCS,
+    GIB,
+    GKE,
+    GKE_FEE,
+    HOUR,
+    INVOICE,
+    LATE_MONTH,
+    N1_CORE,
+    N1_RAM,
+    PD,
+    PROJECT,
+    REGION,
+    SPOT_CORE,
+    SPOT_RAM,
+    SPOT_T4,
+    STANDARD_STORAGE,
+    T4,
+    ZONE,
+    Credit,
+    GcpRow,
+)
 from pipeline.scenario.telemetry_writer import Attempt, AttemptResource, Experiment
-
-ACCOUNT = "01A2B3-C4D5E6-F7A8B9"
-PROJECT = "ml-research-prod"
-REGION, ZONE = "us-central1", "us-central1-a"
-COMPUTE = ("6F81-5844-456A", "Compute Engine")
-INVOICE = ("2B6C-1A8E-7F20", "Invoice")
-GKE = ("CCD8-9BF1-090E", "Kubernetes Engine")
-HOUR = timedelta(hours=1)
-GIB = 2**30
-LATE_MONTH = "202611"
-
-# (sku id, description, unit price per pricing unit); the T4 id is in the SQL's GPU SKU list, the
-# A100's is not, so it is classified by its description
-N1_CORE = ("2E27-4F75-95CD", "N1 Predefined Instance Core running in Americas", Decimal("0.031611"))
-N1_RAM = ("6C71-E0DB-4C4A", "N1 Predefined Instance Ram running in Americas", Decimal("0.004237"))
-T4 = ("88B8-C3ED-03F0", "Nvidia Tesla T4 GPU running in Americas", Decimal("0.35"))
-A2_CORE = ("9D1B-7C2E-4A11", "A2 Instance Core running in Americas", Decimal("0.031611"))
-A2_RAM = ("9D1B-7C2E-4A12", "A2 Instance Ram running in Americas", Decimal("0.004237"))
-A100 = ("9D1B-7C2E-4A13", "Nvidia Tesla A100 GPU running in Americas", Decimal("2.933908"))
-PD = ("D973-5D65-BAB2", "Balanced PD Capacity", Decimal("0.000136986"))  # per GiB-hour
-EGRESS = ("DFA5-B5C6-36D6", "Network Internet Egress from Americas to EMEA", Decimal("0.12"))
-CUD_CPU = ("3C1E-44A2-0F11", "Commitment v1: A2 Cpu in Americas for 1 Year", Decimal("0.019915"))
-CUD_RAM = ("3C1E-44A2-0F12", "Commitment v1: A2 Ram in Americas for 1 Year", Decimal("0.002669"))
-SPOT_CORE = ("9A2B-1C3D-5E01", "Spot Preemptible N1 Predefined Instance Core running in Americas",
-             Decimal("0.006655"))  # fmt: skip
-SPOT_RAM = ("9A2B-1C3D-5E02", "Spot Preemptible N1 Predefined Instance Ram running in Americas",
-            Decimal("0.000892"))  # fmt: skip
-SPOT_T4 = ("9A2B-1C3D-5E03", "Nvidia Tesla T4 GPU attached to Spot Preemptible VMs running in "
-           "Americas", Decimal("0.14"))  # fmt: skip
-GKE_FEE = ("B561-BFBD-1264", "Zonal Kubernetes Clusters", Decimal("0.10"))  # per cluster-hour
-
-
-@dataclass(frozen=True)
-class Credit:
-    """One entry of a row's credits array (amounts are negative)."""
-
-    type: str
-    name: str
-    amount: Decimal
-
-
-@dataclass(frozen=True)
-class GcpRow:
-    """One row of the billing export, as the oracle and the writer see it."""
-
-    sku: tuple[str, str, Decimal]
-    usage_start: datetime
-    usage_end: datetime
-    cost: Decimal
-    invoice_month: str
-    export_time: datetime
-    usage: tuple[Decimal, str, str] = (Decimal(0), "seconds", "hour")  # amount, unit, pricing
-    cost_at_list: Decimal | None = None
-    credits: tuple[Credit, ...] = ()
-    cost_type: str = "regular"
-    labels: dict[str, str] = field(default_factory=dict)
-    system_labels: dict[str, str] = field(default_factory=dict)
-    resource_name: str | None = None
-    global_name: str | None = None
-    service: tuple[str, str] = COMPUTE
-    subscription: str | None = None
-    adjustment: dict[str, str] | None = None
-
-    @property
-    def billing_period(self) -> str:
-        return f"{self.invoice_month[:4]}-{self.invoice_month[4:]}"
-
-    @property
-    def resource_id(self) -> str | None:
-        return self.resource_name.rsplit("/", 1)[-1] if self.resource_name else None
-
-    @property
-    def resource_tags(self) -> dict[str, str]:
-        """labels, with each GKE pod label k8s-label/<key> also as <key> (a plain label wins)."""
-        tags = dict(self.labels)
-        for key, value in self.labels.items():
-            if key.startswith("k8s-label/"):
-                tags.setdefault(key.removeprefix("k8s-label/"), value)
-        return tags
-
-    @property
-    def pricing_unit(self) -> str:
-        """The oracle's resource-time rule: time-unit usage runs `usage_amount` hours of the
-        window ("Hrs", as for AWS); any other unit spans the whole window."""
-        return "Hrs" if self.usage[1] in ("seconds", "hour") else self.usage[2]
-
-    @property
-    def usage_amount(self) -> Decimal:
-        amount, unit, _pricing = self.usage
-        return amount / 3600 if unit == "seconds" else amount
 
 
 @dataclass(frozen=True)
@@ -147,6 +86,7 @@ def _attempt(
 
 BERT_VM, BERT_VM_2, BERT_DISK = "bert-n1-t4-0", "bert-n1-t4-1", "bert-n1-t4-0-data"
 SPOT_VM, ORPHAN_DISK = "bert-n1-t4-spot-0", "scratch-pd-orphan"
+CHECKPOINTS = "llm-a2-checkpoints"  # a Cloud Storage bucket att-a2-02 wrote its checkpoints to
 A2_VM = "llm-a2-highgpu-1g-0"
 A2_PATH = f"projects/{PROJECT}/zones/{ZONE}/instances/{A2_VM}"
 GKE_NODE = "gke-ml-gke-gpu-pool-5f2c9a1e-k7xq"
@@ -182,6 +122,7 @@ def _resources() -> list[AttemptResource]:
         held("att-gn1-02", BERT_VM_2, "gce_instance"),
         held("att-a2-01", A2_VM, "gce_instance"),  # untagged: placed by resource and time
         held("att-a2-02", A2_VM, "gce_instance"),
+        held("att-a2-02", CHECKPOINTS, "gcs_bucket"),
     ]
 
 
@@ -290,6 +231,7 @@ def build_gcp_world(seed: int = 7) -> GcpWorld:
     _a2(bill)
     _gke(bill)
     _spot_and_orphan(bill)
+    _stale_checkpoints(bill)
     # a usage correction on November's invoice for an October hour of att-gn1-01's GPU
     original = next(row for row in bill.rows if row.sku == T4 and row.usage_start == utc(12, 11))
     adjustment = {
@@ -371,6 +313,21 @@ def _spot_and_orphan(bill: _Bill) -> None:
     for start, _ in hours(utc(20, 0), utc(21, 6)):
         usage = (Decimal(200 * GIB * 3600), "byte-seconds", "gibibyte month")
         bill.add(PD, start, Decimal(200), usage, resource_name=ORPHAN_DISK)
+
+
+def _stale_checkpoints(bill: _Bill) -> None:
+    """Checkpoints kept after exp-gcp-llm's last attempt ended (October 14, 12:00), past the
+    7 days of economics.stale_checkpoint_days: 1,000 GiB labelled with the experiment only, 6
+    hours on October 24, and att-a2-02's bucket, 2,000 GiB for 4 hours on October 25."""
+    for start, _ in hours(utc(24, 0), utc(24, 6)):
+        usage = (Decimal(1000 * GIB * 3600), "byte-seconds", "gibibyte month")
+        labels = {"user_experiment_id": "exp-gcp-llm"}
+        bill.add(STANDARD_STORAGE, start, Decimal(1000), usage, labels=labels, service=GCS)
+    for start, _ in hours(utc(25, 0), utc(25, 4)):
+        usage = (Decimal(2000 * GIB * 3600), "byte-seconds", "gibibyte month")
+        bill.add(
+            STANDARD_STORAGE, start, Decimal(2000), usage, resource_name=CHECKPOINTS, service=GCS
+        )
 
 
 def _invoice_rows(bill: _Bill) -> None:

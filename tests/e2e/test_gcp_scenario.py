@@ -17,8 +17,9 @@ from bq_endpoint import BigQueryEndpoint
 
 from pipeline.config.loader import load_config
 from pipeline.scenario import write_gcp_scenario
+from pipeline.scenario.gcp_rows import GcpRow
 from pipeline.scenario.gcp_scenario import TABLE, export_table
-from pipeline.scenario.gcp_world import GcpRow, build_gcp_world
+from pipeline.scenario.gcp_world import build_gcp_world
 from pipeline.warehouse.snapshots import open_database
 from schemas import gcp_billing
 

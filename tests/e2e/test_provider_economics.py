@@ -94,11 +94,16 @@ def test_gcp_a2_machine_its_commitment_and_its_unused_reservation(gcp) -> None:
     # (85 x 0.004237) rows are accelerator too, at effective 0 under the CUD credit; fully
     # loaded adds the A2 commitment fees (12 x 0.019915 + 85 x 0.002669 = 0.465845/h x 4 =
     # 1.86338) and the unused reservation (0.379332 + 0.360145 + 2.933908 = 3.673385/h x 4 =
-    # 14.69354, idle capacity)
-    assert tco(gcp, "exp-gcp-llm", "marginal") == {"gpu_compute": D("11.735632")}
+    # 14.69354, idle capacity); the checkpoints labelled with the experiment, 1,000 GiB x
+    # 0.000035616 x 6 h = 0.213696, are its storage
+    assert tco(gcp, "exp-gcp-llm", "marginal") == {
+        "gpu_compute": D("11.735632"),
+        "storage": D("0.213696"),
+    }
     assert tco(gcp, "exp-gcp-llm", "fully_loaded") == {
         "gpu_compute": D("13.599012"),
         "idle_capacity": D("14.69354"),
+        "storage": D("0.213696"),
     }
 
 
@@ -127,12 +132,17 @@ def test_gcp_spot_vm_is_dynamic_and_its_own_capacity_type(gcp) -> None:
     assert categories == [("Dynamic",)]
 
 
-def test_gcp_waste_unattached_disk_and_idle_gke_node(gcp) -> None:
+def test_gcp_waste_unattached_disk_idle_gke_node_and_stale_checkpoints(gcp) -> None:
     # the orphan disk: 200 GiB x 0.000136986 = 0.027397/h for 30 h, never in telemetry (medium);
     # the GKE node's unrequested rest: hours 02 and 03 4 cores and 12 GiB (0.177288 each), hour
-    # 04 10 cores, 36 GiB and a T4 (0.818642), 9 rows, no attempt holds the node (low)
+    # 04 10 cores, 36 GiB and a T4 (0.818642), 9 rows, no attempt holds the node (low);
+    # Cloud Storage more than 7 days after exp-gcp-llm's last attempt ended (October 14, 12:00):
+    # labelled with the experiment, 1,000 GiB x 0.000035616 x 6 h = 0.213696 (high), and
+    # att-a2-02's bucket, 2,000 GiB x 0.000035616 x 4 h = 0.284928 (medium)
     assert findings(gcp) == [
         ("idle_instance", "gke-ml-gke-gpu-pool-5f2c9a1e-k7xq", D("1.173218"), 9.0, "low"),
+        ("stale_checkpoint_storage", "exp-gcp-llm", D("0.213696"), 6.0, "high"),
+        ("stale_checkpoint_storage", "llm-a2-checkpoints", D("0.284928"), 4.0, "medium"),
         ("unattached_volume", "scratch-pd-orphan", D("0.82191"), 30.0, "medium"),
     ]
 
