@@ -108,62 +108,72 @@ FOCUS_SLICE_COSTS = Macro(
     "focus_slice_costs", ("relation",), _each(_slice), relations=("relation",)
 )
 
-# The slices' amounts: a slice that takes a rounding remainder (<rest>, the few slices of
-# origin rows with a column no basis equals) with it, every other as sliced. Named
+# The FOCUS cost columns that may be no basis of their line (a delivered ContractedCost, a price in
+# another currency): split by ratio with a rounding remainder, for the candidate origin rows only
+# (focus_costs_maybe_unmatched), in allocation.focus_ratio_splits.
+FOCUS_RATIO_COSTS = tuple(cost for cost in FOCUS_COSTS if cost[0] not in FOCUS_COSTS_OF_A_BASIS)
+
+
+def _from_splits(focus: str, name: str, _: tuple[str, ...]) -> str:
+    if focus in FOCUS_COSTS_OF_A_BASIS:
+        return f"{{relation}}.sliced_{name} as allocated_{name}"
+    return f"coalesce({{splits}}.{focus}, {{relation}}.sliced_{name}) as allocated_{name}"
+
+
+# The slices' amounts: a slice of a candidate origin row takes its ratio-split columns from
+# <splits> (allocation.focus_ratio_splits, rounding remainders placed; NULL there only where the
+# origin's column is NULL, and so the sliced amount), every other amount as sliced. Named
 # allocated_<name>.
-FOCUS_COSTS_TAKING_REST = Macro(
-    "focus_costs_taking_rest",
-    ("relation", "rest"),
-    _each(
-        lambda _, name, __: (
-            f"coalesce({{rest}}.allocated_{name}, {{relation}}.sliced_{name}) as allocated_{name}"
-        )
-    ),
-    relations=("relation", "rest"),
+FOCUS_COSTS_FROM_SPLITS = Macro(
+    "focus_costs_from_splits",
+    ("relation", "splits"),
+    _each(_from_splits),
+    relations=("relation", "splits"),
 )
 
-# The slices' amounts of an origin row with a cost column no basis equals: that column's rounding
-# remainder goes to the slice that takes it (first_slice_takes_rest), over the slices of the
-# origin row and allocation model (a window); the other columns as sliced. Named
-# allocated_<name>.
+# The ratio-split columns of a candidate origin row's slices: a column no basis equals has its
+# rounding remainder placed on the slice that takes it (first_slice_takes_rest), over the slices
+# of the origin row and allocation model (a window); a column of a basis stays as sliced. Named as
+# the FOCUS column.
 FOCUS_COSTS_WITH_REST = Macro(
     "focus_costs_with_rest",
     ("takes_rest", "relation"),
-    _each(
-        lambda focus, name, _: (
-            f"case when {{relation}}.{name}_from = 'other' then first_slice_takes_rest("
-            f"{{takes_rest}}, {{relation}}.{focus}, sum({{relation}}.sliced_{name}) over ("
-            f"partition by {{relation}}.allocation_model, {{relation}}.x_LineId, "
-            f"{{relation}}.x_ProviderLineType), {{relation}}.sliced_{name}) "
-            f"else {{relation}}.sliced_{name} end as allocated_{name}"
-        )
+    ", ".join(
+        f"case when {{relation}}.{name}_from = 'other' then first_slice_takes_rest("
+        f"{{takes_rest}}, {{relation}}.{focus}, sum({{relation}}.sliced_{name}) over ("
+        f"partition by {{relation}}.allocation_model, {{relation}}.x_LineId, "
+        f"{{relation}}.x_ProviderLineType), {{relation}}.sliced_{name}) "
+        f"else {{relation}}.sliced_{name} end as {focus}"
+        for focus, name, _ in FOCUS_RATIO_COSTS
     ),
     relations=("relation",),
 )
 
-# The FOCUS cost columns of a relation, each weighted by its origin row (1 to 1021 from the row's
-# line and line type) and summed, named <name>_checksum: the same sums over normalized.focus and
-# marts.focus_allocated per model and period (checks.focus_allocated_sums_to_origin).
+# The ratio-split FOCUS cost columns of a relation, each weighted by its origin row (1 to 1021
+# from the row's line and line type) and summed, named <name>_checksum: the same sums over the
+# candidate rows of normalized.focus and allocation.focus_ratio_splits per model and period
+# (checks.focus_allocated_sums_to_origin).
 _ORIGIN_WEIGHT = (
     "cast(1 + abs(hash({relation}.x_LineId, {relation}.x_ProviderLineType) % 1021) as integer)"
 )
 FOCUS_CHECKSUMS = Macro(
     "focus_checksums",
     ("relation",),
-    _each(
-        lambda focus, name, _: f"sum({{relation}}.{focus} * {_ORIGIN_WEIGHT}) as {name}_checksum"
+    ", ".join(
+        f"sum({{relation}}.{focus} * {_ORIGIN_WEIGHT}) as {name}_checksum"
+        for focus, name, _ in FOCUS_RATIO_COSTS
     ),
     relations=("relation",),
 )
 
-# Two relations' FOCUS checksums differ in any cost column (a NULL against a value differs).
+# Two relations' FOCUS checksums differ in any ratio-split column (a NULL against a value differs).
 FOCUS_CHECKSUMS_DIFFER = Macro(
     "focus_checksums_differ",
     ("left", "right"),
     "("
     + " or ".join(
         f"{{left}}.{name}_checksum is distinct from {{right}}.{name}_checksum"
-        for _, name, _ in FOCUS_COSTS
+        for _, name, _ in FOCUS_RATIO_COSTS
     )
     + ")",
     relations=("left", "right"),
@@ -189,7 +199,7 @@ FOCUS_MACROS = (
     FOCUS_COSTS_UNMATCHED,
     FOCUS_COSTS_MAYBE_UNMATCHED,
     FOCUS_SLICE_COSTS,
-    FOCUS_COSTS_TAKING_REST,
+    FOCUS_COSTS_FROM_SPLITS,
     FOCUS_COSTS_WITH_REST,
     FOCUS_CHECKSUMS,
     FOCUS_CHECKSUMS_DIFFER,

@@ -7,10 +7,11 @@
 -- EffectiveCost, ListCost, ContractedCost, PricingCurrencyEffectiveCost), which are the slice's: a FOCUS amount is
 -- one of its line's four bases (or 0) on almost every row, and the slice takes its own amount in that basis, so the
 -- slices sum exactly to the origin (focus_cost_sources); an amount no basis equals (a delivered ContractedCost) is
--- split by the slice's ratio of its line, the slice of the largest amount taking the rounding remainder.
--- checks.slices_sum_to_line checks the sums in a basis, checks.focus_allocated_sums_to_origin those split by ratio
--- (per model and period). Quantities and unit prices stay the origin's; AllocatedMethodDetails gives the slice's
--- ratio and its driver's quantity.
+-- split by the slice's ratio of its line, the slice of the largest amount taking the rounding remainder: those
+-- columns of the few origin rows that may have one are split once, in allocation.focus_ratio_splits, and taken
+-- from it. checks.slices_sum_to_line checks the sums in a basis, checks.focus_allocated_sums_to_origin those split
+-- by ratio (per model and period). Quantities and unit prices stay the origin's; AllocatedMethodDetails gives the
+-- slice's ratio and its driver's quantity.
 -- FOCUS names are PascalCase by specification; DuckDB keeps an alias's case as written
 -- noqa: disable=CP02
 with focus as (
@@ -19,6 +20,10 @@ with focus as (
 
 model_slices as (
     select * from allocation.model_slices
+),
+
+splits as (
+    select * from allocation.focus_ratio_splits
 ),
 
 line_facts as (
@@ -50,10 +55,8 @@ sourced as (
     from origins
 ),
 
-sliced as not materialized (
-    -- each slice on each FOCUS row of its line, its amounts before any rounding remainder; read
-    -- twice, and the remainders' read keeps only the few origin rows with an unmatched column
-    -- before the join (a materialized copy of every slice cost more than the join)
+sliced as (
+    -- each slice on each FOCUS row of its line
     select
         sourced.*,
         model_slices.allocation_model,
@@ -73,69 +76,30 @@ sliced as not materialized (
     left join pools on model_slices.pool_name = pools.pool_name
 ),
 
-parts as not materialized (
+parts as (
     select
         sliced.*,
         focus_slice_costs(sliced)  -- noqa: AL03, RF02
     from sliced
 ),
 
-ranked as (
-    -- the origin rows with an amount no basis equals (a delivered ContractedCost): the slice of
-    -- the largest amount takes each such column's rounding remainder
-    select
-        parts.*,
-        row_number() over (
-            partition by parts.allocation_model, parts.x_LineId, parts.x_ProviderLineType
-            order by
-                abs(parts.billed_cost) desc,
-                abs(parts.effective_cost) desc,
-                parts.allocation_kind asc,
-                parts.attribution_method asc nulls first,
-                parts.attempt_id asc nulls first,
-                parts.experiment_id asc nulls first,
-                parts.unallocated_reason asc nulls first
-        ) = 1 as takes_rest
-    from parts
-    where focus_costs_unmatched(parts)
-),
-
-with_rest as (
-    select
-        ranked.allocation_model,
-        ranked.x_LineId,
-        ranked.x_ProviderLineType,
-        ranked.allocation_kind,
-        ranked.attribution_method,
-        ranked.attempt_id,
-        ranked.experiment_id,
-        ranked.unallocated_reason,
-        ranked.takes_rest,
-        focus_costs_with_rest(ranked.takes_rest, ranked)  -- noqa: AL03, RF02
-    from ranked
-),
-
-remainders as (
-    select with_rest.*
-    from with_rest
-    where with_rest.takes_rest
-),
-
 rested as (
+    -- the candidate rows' slices take their ratio-split columns, rounding remainders placed, from
+    -- allocation.focus_ratio_splits
     select
         parts.*,
-        focus_costs_taking_rest(parts, remainders)  -- noqa: AL03, RF02
+        focus_costs_from_splits(parts, splits)  -- noqa: AL03, RF02
     from parts
-    left join remainders
+    left join splits
         on
-            parts.allocation_model = remainders.allocation_model
-            and parts.x_LineId = remainders.x_LineId
-            and parts.x_ProviderLineType is not distinct from remainders.x_ProviderLineType
-            and parts.allocation_kind = remainders.allocation_kind
-            and parts.attribution_method is not distinct from remainders.attribution_method
-            and parts.attempt_id is not distinct from remainders.attempt_id
-            and parts.experiment_id is not distinct from remainders.experiment_id
-            and parts.unallocated_reason is not distinct from remainders.unallocated_reason
+            parts.allocation_model = splits.allocation_model
+            and parts.x_LineId = splits.x_LineId
+            and parts.x_ProviderLineType is not distinct from splits.x_ProviderLineType
+            and parts.allocation_kind = splits.allocation_kind
+            and parts.attribution_method is not distinct from splits.attribution_method
+            and parts.attempt_id is not distinct from splits.attempt_id
+            and parts.experiment_id is not distinct from splits.experiment_id
+            and parts.unallocated_reason is not distinct from splits.unallocated_reason
 ),
 
 described as (

@@ -220,22 +220,64 @@ def test_every_origin_sums_exactly_and_its_ratios_to_one(world) -> None:
     assert all(abs(row["total"] - 1) <= D("1e-9") for row in ratios), ratios
 
 
-def test_the_check_sees_a_slice_split_by_ratio_that_does_not_sum_to_its_origin(world) -> None:
-    # line 3's ContractedCost is no basis of its line: the mart's ratio and remainder split it
-    world.execute("create schema if not exists broken")
-    world.execute(
-        "create or replace table broken.focus_allocated as select * from marts.focus_allocated"
+def broken_check(con, table: str, update: str) -> list[dict]:
+    """The check's failures over a copy of allocation.focus_ratio_splits changed by update."""
+    con.execute("create schema if not exists broken")
+    con.execute(
+        f"create or replace table broken.{table} as select * from allocation.focus_ratio_splits"
     )
-    world.execute(
-        'update broken.focus_allocated set "ContractedCost" = "ContractedCost" + 0.0000000001 '
-        "where x_LineId = 3 and AllocatedResourceId = 'b2' and x_AllocationModel = 'marginal'"
-    )
+    con.execute(update.format(table=f"broken.{table}"))
     sql = builders.model("checks.focus_allocated_sums_to_origin").sql.replace(
-        "marts.focus_allocated", "broken.focus_allocated"
+        "allocation.focus_ratio_splits", f"broken.{table}"
     )
-    failures = records(world, f"select * from ({sql})")
+    return records(con, f"select * from ({sql})")
+
+
+def test_the_mart_takes_the_split_slices_of_a_charge_split_by_ratio(world) -> None:
+    # line 3's ContractedCost (0.1) is no basis of its line: split by ratio, a remainder placed
+    split = records(
+        world,
+        'select allocation_model, attempt_id, "ContractedCost" from allocation.focus_ratio_splits '
+        "where x_LineId = 3 order by all",
+    )
+    mart = records(
+        world,
+        'select x_AllocationModel as allocation_model, "AllocatedResourceId" as attempt_id, '
+        '"ContractedCost" from marts.focus_allocated where x_LineId = 3 order by all',
+    )
+    assert split == mart
+    assert {row["allocation_model"] for row in split} == {"marginal", "fully_loaded"}
+    for model in ("marginal", "fully_loaded"):
+        assert sum(row["ContractedCost"] for row in split if row["allocation_model"] == model) == D(
+            "0.1"
+        )
+
+
+def test_the_check_sees_a_slice_split_by_ratio_that_does_not_sum_to_its_origin(world) -> None:
+    # line 3's ContractedCost is no basis of its line: split by ratio with a remainder
+    failures = broken_check(
+        world,
+        "inflated_splits",
+        'update {table} set "ContractedCost" = "ContractedCost" + 0.0000000001 '
+        "where x_LineId = 3 and attempt_id = 'b2' and allocation_model = 'marginal'",
+    )
     assert [(row["allocation_model"], row["x_SourceFormat"]) for row in failures] == [
         ("marginal", "aws_cur")
+    ]
+
+
+def test_the_check_sees_a_split_slice_of_no_candidate_origin(world) -> None:
+    # line 1's costs are all bases of its line: a split slice on it is one the mart would take
+    failures = broken_check(
+        world,
+        "stray_splits",
+        "insert into {table} select allocation_model, 1, x_ProviderLineType, allocation_kind, "
+        "attribution_method, attempt_id, experiment_id, unallocated_reason, "
+        '"ContractedCost", "PricingCurrencyEffectiveCost" from {table} '
+        "where x_LineId = 3 and allocation_model = 'fully_loaded' and attempt_id = 'b2'",
+    )
+    assert [(row["allocation_model"], row["x_SourceFormat"]) for row in failures] == [
+        ("fully_loaded", None)
     ]
 
 
@@ -288,10 +330,7 @@ def test_a_broken_slice_in_a_basis_is_seen_by_slices_sum_to_line(world) -> None:
     )
     assert row["BilledCost"] == D("0.5000000001")
     # not one of the origins the FOCUS check reads: its rows are slices_sum_to_line's
-    check = builders.model("checks.focus_allocated_sums_to_origin").sql.replace(
-        "marts.focus_allocated", "broken.focus_allocated_in_a_basis"
-    )
-    assert records(world, f"select * from ({check})") == []
+    assert records(world, "select * from allocation.focus_ratio_splits where x_LineId = 1") == []
     lines = builders.model("checks.slices_sum_to_line").sql.replace(
         "allocation.profile_slice_sums", "broken.profile_slice_sums"
     )

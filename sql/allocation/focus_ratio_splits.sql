@@ -1,0 +1,110 @@
+-- The slices of each FOCUS charge whose cost may be no basis of its line, in the cost columns split by ratio.
+-- grain: one row per (allocation_model, x_LineId, x_ProviderLineType, allocation_kind, attribution_method,
+-- attempt_id, experiment_id, unallocated_reason)
+-- materialized: table (published: marts.focus_allocated, a view, takes these slices' ContractedCost and
+-- PricingCurrencyEffectiveCost from it, and checks.focus_allocated_sums_to_origin sums them; the candidate rows
+-- alone, a fifth of the FOCUS rows on a bill of net rates, none on most bills)
+-- The candidate origin rows (macro focus_costs_maybe_unmatched: a ContractedCost or PricingCurrencyEffectiveCost
+-- that is not NULL, not 0 and equals none of the row's BilledCost, EffectiveCost and ListCost) are split here
+-- once, before any other FOCUS row meets a slice. A column of a basis of the line takes the slice's own amount in
+-- that basis; a column no basis equals is split by the slice's ratio of its line (macro slice_ratio_of_line), the
+-- slice of the largest amount taking the rounding remainder, so the slices sum exactly to the origin row.
+-- FOCUS names are PascalCase by specification; DuckDB keeps an alias's case as written
+-- noqa: disable=CP02
+with focus as (
+    select * from normalized.focus
+),
+
+model_slices as (
+    select * from allocation.model_slices
+),
+
+candidates as (
+    select
+        focus.x_LineId,
+        focus.x_ProviderLineType,
+        focus.BilledCost,
+        focus.EffectiveCost,
+        focus.ListCost,
+        focus.ContractedCost,
+        focus.PricingCurrencyEffectiveCost
+    from focus
+    where focus_costs_maybe_unmatched(focus)  -- noqa: RF02
+),
+
+line_facts as (
+    select
+        cost_line_facts.line_id,
+        line_bases(cost_line_facts)  -- noqa: AL03, RF02
+    from normalized.cost_line_facts as cost_line_facts
+),
+
+sourced as (
+    -- each candidate row with the basis of its line each cost column equals
+    select
+        origins.*,
+        focus_cost_sources(origins)  -- noqa: AL03, RF02
+    from (
+        select
+            candidates.*,
+            line_costs(line_facts)  -- noqa: AL03, RF02
+        from candidates
+        inner join line_facts on candidates.x_LineId = line_facts.line_id
+    ) as origins
+),
+
+parts as (
+    -- each slice on each candidate row of its line, its amounts before any rounding remainder
+    select
+        sliced.*,
+        focus_slice_costs(sliced)  -- noqa: AL03, RF02
+    from (
+        select
+            sourced.*,
+            model_slices.allocation_model,
+            model_slices.allocation_kind,
+            model_slices.attribution_method,
+            model_slices.attempt_id,
+            model_slices.experiment_id,
+            model_slices.unallocated_reason,
+            bases(model_slices),  -- noqa: AL03, RF02
+            slice_ratio_of_line(model_slices, sourced) as line_ratio  -- noqa: RF02
+        from sourced
+        inner join model_slices on sourced.x_LineId = model_slices.line_id
+    ) as sliced
+),
+
+ranked as (
+    -- the slice of the largest amount of each origin row and model takes the rounding remainders
+    select
+        parts.*,
+        row_number() over (
+            partition by parts.allocation_model, parts.x_LineId, parts.x_ProviderLineType
+            order by
+                abs(parts.billed_cost) desc,
+                abs(parts.effective_cost) desc,
+                parts.allocation_kind asc,
+                parts.attribution_method asc nulls first,
+                parts.attempt_id asc nulls first,
+                parts.experiment_id asc nulls first,
+                parts.unallocated_reason asc nulls first
+        ) = 1 as takes_rest
+    from parts
+),
+
+final as (
+    select
+        ranked.allocation_model,
+        ranked.x_LineId,
+        ranked.x_ProviderLineType,
+        ranked.allocation_kind,
+        ranked.attribution_method,
+        ranked.attempt_id,
+        ranked.experiment_id,
+        ranked.unallocated_reason,
+        focus_costs_with_rest(ranked.takes_rest, ranked)  -- noqa: AL03, RF02
+    from ranked
+)
+
+-- noqa: enable=CP02
+select * from final
