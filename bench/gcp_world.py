@@ -16,6 +16,9 @@ line, except Savings Plan negations: Google Cloud prices covered usage with a cr
   (``user_attempt_id`` is ``attempt-id``), which Google Cloud labels keep.
 - ``resource.name`` ends in the CUR's resource id (``.../instances/i-...``), the name telemetry
   records.
+- Two CUR lines apart only in their line id (which the export has no column for) are rows of
+  two loads: each repeat of a row is exported a second after the one before (``export_time``),
+  as BigQuery writes a row once per load, so no two rows of a file are equal in every column.
 """
 
 from __future__ import annotations
@@ -46,6 +49,8 @@ SKUS: tuple[tuple[str, str, str], ...] = (
 )
 # credit types whose sum with cost is the effective cost (docs/gcp.md, credits and cost bases)
 EFFECTIVE_CREDITS = ("COMMITTED_USAGE_DISCOUNT_DOLLAR_BASE", "FEE_UTILIZATION_OFFSET")
+# the CUR line id and file row, which order a row's repeats and the file (export_sql), not exported
+_LINE, _ROW = "cur_line_id", "cur_file_row"
 
 
 def _sku_case(part: int) -> str:
@@ -148,9 +153,29 @@ def gcp_sql(files: list[str]) -> str:
         case when {_TYPE} = 'Tax' then 'tax' else 'regular' end as cost_type,
         null::struct(id varchar, description varchar, mode varchar, type varchar)
             as adjustment_info,
-        round(pricing_public_on_demand_cost, 6) as cost_at_list
-    from read_parquet({listed})
+        round(pricing_public_on_demand_cost, 6) as cost_at_list,
+        identity_line_item_id as {_LINE},
+        file_row_number as {_ROW}
+    from read_parquet({listed}, file_row_number = true)
     where {_TYPE} <> 'SavingsPlanNegation'
+    """
+
+
+def export_sql(con: duckdb.DuckDBPyConnection, file: str) -> str:
+    """The export rows of one CUR data file in its order, each repeat of a row (equal in every
+    column but export_time) exported `n` seconds after the first, `n` its place by CUR line id."""
+    sql = gcp_sql([file])
+    names = [column[0] for column in con.execute(f"select * from ({sql}) limit 0").description]
+    compared = ", ".join(name for name in names if name not in ("export_time", _LINE, _ROW))
+    return f"""
+    select * exclude ({_LINE}, {_ROW}, repeat)
+        replace (export_time + to_seconds(repeat) as export_time)
+    from (
+        select *, row_number() over (partition by hash({compared}) order by {_LINE}) - 1
+            as repeat
+        from ({sql})
+    )
+    order by {_ROW}
     """
 
 
@@ -167,7 +192,7 @@ def write_gcp(cur: Path, out_dir: Path, fmt: str, threads: int | None = None) ->
     if threads:
         con.execute(f"set threads = {int(threads)}")
     for number, path in enumerate(data, start=1):
-        sql = gcp_sql([str(path)])
+        sql = export_sql(con, str(path))
         if fmt == "parquet":
             target = folder / f"billing-{number:012d}.parquet"
             options = "format parquet, compression snappy"
