@@ -48,11 +48,11 @@ def client(path: str, rest_url: str, storage: str, out: Path) -> None:
     import pyarrow.parquet as pq
     from gcp_export import DETAILED_TABLE
 
-    from pipeline.config.gcp import GcpSettings
-    from pipeline.ingest.gcp_bigquery_client import make_client, make_read_client, query
-    from pipeline.ingest.gcp_bigquery_storage import stream_partition
-    from pipeline.ingest.gcp_bigquery_table import inspect_table
-    from pipeline.ingest.gcp_partitions import fetch_sql
+    from pipeline.ingest.gcp.bigquery_client import make_client, make_read_client, query
+    from pipeline.ingest.gcp.bigquery_storage import stream_partition
+    from pipeline.ingest.gcp.bigquery_table import inspect_table
+    from pipeline.ingest.gcp.partitions import fetch_sql
+    from pipeline.ingest.gcp.settings import GcpSettings
 
     settings = GcpSettings(
         tables=(DETAILED_TABLE,),

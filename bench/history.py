@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 
 from bench.scale import ScaleSpec, execution_id, generate
 from bench.scale_sql import EXPORT_DIR, EXPORT_NAME, PERIOD
-from pipeline.ingest.cur_manifest import write_manifest
+from pipeline.ingest.aws.manifest import write_manifest
 from schemas.aws_cur2 import COLUMNS
 
 NEWEST = PERIOD  # the newest month: open, no invoice id; it is the single-month world's month

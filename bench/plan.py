@@ -13,7 +13,7 @@ from pipeline.dag.build import build
 from pipeline.dag.models import discover
 from pipeline.dag.partitions import pass_sql
 from pipeline.dag.pools import pool_models
-from pipeline.ingest.aws_cur2 import ingest_aws_exports
+from pipeline.ingest.aws.cur2 import ingest_aws_exports
 from pipeline.run.settings import write_settings
 from pipeline.run.sources import register_sources
 from pipeline.telemetry.files import load_telemetry
@@ -26,7 +26,7 @@ FORBIDDEN = ("IE_JOIN", "PIECEWISE_MERGE_JOIN", "NESTED_LOOP_JOIN", "BLOCKWISE_N
 def join_plan(config_path: Path) -> list[dict[str, Any]]:
     """EXPLAIN (format json) of the resource+time join model, its inputs built from the config."""
     config = load_config(config_path)
-    deliveries = ingest_aws_exports(config)
+    deliveries = ingest_aws_exports(config.providers["aws"], config.ingest_context())
     con = duckdb.connect()
     try:
         con.execute("set TimeZone = 'UTC'")

@@ -33,9 +33,9 @@ from pipeline.dag.engines.duckdb import DuckDBEngine  # noqa: E402
 from pipeline.dag.models import discover, order  # noqa: E402
 from pipeline.dag.partitions import pass_sql  # noqa: E402
 from pipeline.dag.pools import pool_models  # noqa: E402
-from pipeline.ingest.aws_cur2 import ingest_aws_exports  # noqa: E402
-from pipeline.ingest.focus_files import ingest_focus_files  # noqa: E402
-from pipeline.ingest.gcp_files import ingest_gcp_files  # noqa: E402
+from pipeline.ingest.aws.cur2 import ingest_aws_exports  # noqa: E402
+from pipeline.ingest.focus.files import ingest_focus_files  # noqa: E402
+from pipeline.ingest.gcp.files import ingest_gcp_files  # noqa: E402
 from pipeline.run.settings import write_settings  # noqa: E402
 from pipeline.run.sources import register_sources  # noqa: E402
 from pipeline.telemetry.files import load_telemetry  # noqa: E402
@@ -67,9 +67,9 @@ def main(argv: list[str] | None = None) -> int:
     if profiler:
         profiler.enable()
     deliveries = [
-        *ingest_aws_exports(config),
-        *ingest_gcp_files(config),
-        *ingest_focus_files(config),
+        *ingest_aws_exports(config.providers["aws"], config.ingest_context()),
+        *ingest_gcp_files(config.providers["gcp"], config.ingest_context()),
+        *ingest_focus_files(config.providers["focus"], config.ingest_context()),
     ]
     if profiler:
         profiler.disable()

@@ -25,7 +25,7 @@ from bench.scale_sql import (
     lines_sql,
     resources_sql,
 )
-from pipeline.ingest.cur_manifest import write_manifest
+from pipeline.ingest.aws.manifest import write_manifest
 from pipeline.telemetry.canonical import arrow_schema as telemetry_schema
 from schemas.aws_cur2 import COLUMNS, arrow_schema
 

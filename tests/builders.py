@@ -262,3 +262,10 @@ def callers(call: str) -> list[str]:
         for model in discover()
         if model.path and call in without_comments(model.path.read_text("utf-8"))
     )
+
+
+def ingest_with(entry: Any, config: Config, *args: Any, **kwargs: Any) -> Any:
+    """Call a provider's ingest function (pipeline.ingest.<provider>.*) as a run does: with the
+    provider's own settings and the run's ingest context, both from ``config``."""
+    provider = entry.__module__.split(".")[2]
+    return entry(config.providers[provider], config.ingest_context(), *args, **kwargs)

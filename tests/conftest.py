@@ -17,7 +17,7 @@ from pipeline.config.loader import parse_config
 from pipeline.dag.build import build
 from pipeline.dag.models import discover
 from pipeline.dag.pools import pool_models
-from pipeline.ingest import s3_source
+from pipeline.ingest.aws import s3_source
 from pipeline.run.settings import write_settings
 from pipeline.run.sources import TELEMETRY_TABLES, register_sources
 from pipeline.telemetry.canonical import empty_table

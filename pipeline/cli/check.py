@@ -11,10 +11,10 @@ import click
 
 from pipeline.cli.common import EXIT_FAILED, EXIT_OK, config_option, console, reports_errors
 from pipeline.cli.tables import Column, print_table
-from pipeline.config.loader import Config, load_config
-from pipeline.config.tags import gcp_label_problem
+from pipeline.config.loader import load_config
+from pipeline.ingest.provider import CheckReport, TagKeys
+from pipeline.ingest.registry import PROVIDERS
 
-NO_AWS_EXPORT = "Cost Explorer: not asked (runcost.toml has no [aws] exports)"
 COVERAGE_COLUMNS = ("period", "account", "service", "currency", "cost", "attempt", "exp.")
 
 
@@ -33,20 +33,28 @@ def check(config_path: Path | None, skip_aws: bool) -> None:
     share of the published bill that carries each tag. Exits 1 when a key is not active or AWS
     cannot be asked, 0 otherwise.
     """
-    from pipeline.ingest.aws_tags import overall_share, tag_coverage
+    from pipeline.warehouse.queries.coverage import overall_share, tag_coverage
 
     config = load_config(config_path)
-    failed = False
-    if not config.aws_exports:
-        console.print(NO_AWS_EXPORT, highlight=False, markup=False)
-    elif not skip_aws:
-        failed = _check_cost_explorer(config)
+    keys = TagKeys(config.attempt_tag_keys, config.experiment_tag_keys)
     rows = tag_coverage(config.warehouse)
+    published = {row["source_format"] for row in rows or []}
+    # each provider's own part: remote checks (--skip-aws: none) and notes on its lines
+    reports = [
+        provider.check(
+            config.providers[provider.name], keys, not skip_aws, provider.source_format in published
+        )
+        for provider in PROVIDERS
+        if provider.check is not None
+    ]
+    for report in reports:
+        _print_report(report)
+    failed = any(report.failed for report in reports)
     if rows is None:
         console.print("tag coverage: no published snapshot yet; run `runcost run` first")
         sys.exit(EXIT_FAILED if failed else EXIT_OK)
     _print_coverage(rows)
-    for problem in _gcp_key_problems(rows, config):
+    for problem in (note for report in reports for note in report.notes):
         console.print(f"note: {problem}", markup=False, soft_wrap=True)
     attempt = overall_share(rows, "attempt_tagged_share")
     experiment = overall_share(rows, "experiment_tagged_share")
@@ -58,27 +66,16 @@ def check(config_path: Path | None, skip_aws: bool) -> None:
     sys.exit(EXIT_FAILED if failed else EXIT_OK)
 
 
-def _check_cost_explorer(config: Config) -> bool:
-    """Print each key's Cost Explorer status; True when one is not an active tag."""
-    import boto3
-
-    from pipeline.ingest.aws_tags import check_tag_keys
-
-    client = boto3.client("ce", region_name="us-east-1")
-    statuses = check_tag_keys(client, config.attempt_tag_keys, config.experiment_tag_keys)
-    names = ("role", "key in runcost.toml", "CUR key", "status", "AWS keys")
-    print_table(
-        "Cost-allocation tags (Cost Explorer)",
-        [Column(name) for name in names],
-        [
-            [item.role, item.configured, item.cur_key, item.status, ", ".join(item.aws_keys)]
-            for item in statuses
-        ],
-    )
-    advice = [item.advice for item in statuses if item.advice]
-    for text in advice:
+def _print_report(report: CheckReport) -> None:
+    """A provider's lines, its table (such as each key's Cost Explorer status) and warnings."""
+    for line in report.lines:
+        console.print(line, highlight=False, markup=False)
+    if report.title is not None:
+        print_table(
+            report.title, [Column(name) for name in report.columns], [*map(list, report.rows)]
+        )
+    for text in report.warnings:
         console.print(f"warning: {text}", markup=False, soft_wrap=True)
-    return bool(advice)
 
 
 def _print_coverage(rows: list[dict[str, Any]]) -> None:
@@ -110,14 +107,6 @@ def _print_coverage(rows: list[dict[str, Any]]) -> None:
                 for row in group
             ],
         )
-
-
-def _gcp_key_problems(rows: list[dict], config: Config) -> list[str]:
-    """Why a configured key can never match a Google Cloud label, when GCP lines are published."""
-    if not any(row["source_format"] == "gcp_billing_export" for row in rows):
-        return []
-    keys = (*config.attempt_tag_keys, *config.experiment_tag_keys)
-    return [problem for problem in map(gcp_label_problem, keys) if problem]
 
 
 def _percent(value: object) -> str:

@@ -17,7 +17,7 @@ from rich.console import Console
 
 from pipeline.cli.tables import Terminal
 from pipeline.common.errors import RuncostError, redact_urls
-from pipeline.config.loader import DEFAULT_CONFIG_NAME
+from pipeline.config.loader import DEFAULT_CONFIG_NAME, load_config
 from pipeline.warehouse.snapshots import DATABASE_NAME
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -132,3 +132,12 @@ def describe_failure(error: BaseException) -> tuple[str, int]:
         "again with `runcost --debug ...` for the traceback and report it",
         EXIT_FAILED,
     )
+
+
+def published_database(config_path: Path | None = None, database: Path | None = None) -> Path:
+    """The database to read: the one given, or runcost.duckdb in the configured warehouse."""
+    if database is None:
+        database = load_config(config_path).warehouse / DATABASE_NAME
+    if not database.is_file():
+        raise RuncostError(f"{database}: nothing is published yet; run `runcost run` first")
+    return database

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import click
 
-from pipeline.cli.common import config_option, console, reports_errors
+from pipeline.cli.common import config_option, console, published_database, reports_errors
 from pipeline.cli.tables import Column, print_table
 from pipeline.common.errors import RuncostError
 from pipeline.config.loader import load_config
 from pipeline.report.results import display_text, write_csv, write_json
 from pipeline.run.as_of import cost_changes_between, resolve_pair
-from pipeline.warehouse.access import open_snapshot, published_database
+from pipeline.warehouse.access import open_snapshot
 from pipeline.warehouse.queries.changes import (
     ALLOCATION_MODELS,
     COST_BASES,

@@ -7,10 +7,16 @@ from pathlib import Path
 
 import click
 
-from pipeline.cli.common import config_option, console, database_option, reports_errors
+from pipeline.cli.common import (
+    config_option,
+    console,
+    database_option,
+    published_database,
+    reports_errors,
+)
 from pipeline.cli.tables import Column, print_table
 from pipeline.common.errors import RuncostError
-from pipeline.warehouse.access import open_snapshot, published_database
+from pipeline.warehouse.access import open_snapshot
 from pipeline.warehouse.queries.explain import BASES, MODELS, explain_attempt
 
 

@@ -6,9 +6,14 @@ from pathlib import Path
 
 import click
 
-from pipeline.cli.common import config_option, console, database_option, reports_errors
+from pipeline.cli.common import (
+    config_option,
+    console,
+    database_option,
+    published_database,
+    reports_errors,
+)
 from pipeline.report import DEFAULT_REPORT_NAME, write_report
-from pipeline.warehouse.access import published_database
 
 
 @click.command()

@@ -14,7 +14,13 @@ import click
 import duckdb
 
 from pipeline.cli.cells import cell_text, is_rounded
-from pipeline.cli.common import config_option, console, database_option, reports_errors
+from pipeline.cli.common import (
+    config_option,
+    console,
+    database_option,
+    published_database,
+    reports_errors,
+)
 from pipeline.cli.tables import Column, print_table
 from pipeline.common.errors import RuncostError
 from pipeline.config.loader import load_config
@@ -31,7 +37,6 @@ from pipeline.run.as_of import snapshot_as_of, write_snapshot_database
 from pipeline.warehouse.access import (
     check_read_only,
     open_snapshot,
-    published_database,
     refuse_output_inside,
 )
 from pipeline.warehouse.snapshots import DATABASE_NAME

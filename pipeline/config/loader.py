@@ -10,19 +10,19 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.common.errors import ConfigError
+from pipeline.common.values import string_list
 from pipeline.config.engine import (
     DEFAULT_ENGINE,
     default_engine_options,
     engine_sections,
     parse_engine,
 )
-from pipeline.config.focus import FocusSource, parse_focus
-from pipeline.config.gcp import GcpSettings, parse_gcp
 from pipeline.config.periods import SECTIONS as PERIOD_SECTIONS
 from pipeline.config.periods import WAREHOUSE_KEYS as PERIOD_WAREHOUSE_KEYS
 from pipeline.config.periods import PeriodSettings, parse_period_settings
 from pipeline.config.pools import DEFAULT_EXCLUDE, Pool, parse_allocation, parse_pools
-from pipeline.config.values import is_url, string_list
+from pipeline.ingest.provider import IngestContext
+from pipeline.ingest.registry import PROVIDERS
 
 DEFAULT_CONFIG_NAME = "runcost.toml"
 # The [[telemetry.sources]] kinds, as data: config sits below telemetry and may not import it;
@@ -67,8 +67,8 @@ class Config:
 
     path: Path | None
     warehouse: Path
-    aws_exports: tuple[str, ...] = ()
-    focus_sources: tuple[FocusSource, ...] = ()
+    # each billing provider's settings, by provider name (its section's, or its defaults)
+    providers: dict[str, Any] = field(default_factory=dict)
     telemetry: Path | None = None
     telemetry_sources: tuple[TelemetrySource, ...] = ()
     telemetry_on_error: str = "fail"
@@ -83,15 +83,16 @@ class Config:
     resource_partitions: int | None = None  # None: as many as memory_limit needs
     lock_timeout_seconds: float = 600.0
     raw_retention_days: int = 90
-    aws_endpoint_url: str | None = None
-    aws_region: str | None = None
     economics: Economics = field(default_factory=Economics)
-    gcp: GcpSettings = field(default_factory=GcpSettings)
     periods: PeriodSettings = field(default_factory=PeriodSettings)
     engine: str = DEFAULT_ENGINE  # a name of the registry pipeline.config.engine.ENGINES
     # every registered engine's options, by engine name (the [spark] table under "spark")
     engine_options: dict[str, Any] = field(default_factory=default_engine_options)
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        # a provider left out takes its defaults, as when runcost.toml has no section for it
+        object.__setattr__(self, "providers", {**_provider_defaults(), **self.providers})
 
     def duckdb_limits(self, temp_directory: Path) -> dict[str, str | int | bool]:
         """DuckDB settings for a connection doing the run's large work (the build, reading a
@@ -103,14 +104,25 @@ class Config:
             settings["memory_limit"] = self.memory_limit
         return settings
 
+    def ingest_context(self) -> IngestContext:
+        """What a provider's ingest needs of this configuration besides its own settings."""
+        return IngestContext(
+            warehouse=self.warehouse,
+            raw_retention_days=self.raw_retention_days,
+            duckdb_limits=self.duckdb_limits,
+            resource_time=self.resource_time,
+            settle_days=self.periods.gcp_settle_days,
+        )
+
     def fingerprint(self) -> str:
         """A stable hash of the settings that change results (recorded in the run manifest)."""
         text = repr(
             (
-                self.aws_exports,
-                self.gcp.tables,
-                self.gcp.files,
-                self.focus_sources,
+                *(
+                    part
+                    for provider in PROVIDERS
+                    for part in provider.fingerprint(self.providers[provider.name])
+                ),
                 self.attempt_tag_keys,
                 self.experiment_tag_keys,
                 self.resource_time,
@@ -133,17 +145,6 @@ _SECTIONS: dict[str, set[str]] = {
         "lock_timeout_seconds",
         "raw_retention_days",
         *PERIOD_WAREHOUSE_KEYS,
-    },
-    "aws": {"exports", "endpoint_url", "region"},
-    "gcp": {
-        "files",
-        "tables",
-        "billing_project",
-        "window_days",
-        "start_date",
-        "api_endpoint",
-        "read_api",
-        "storage_api_endpoint",
     },
     "telemetry": {"path", "sources", "on_error", "keep_published"},
     "attribution": {"attempt_tag_keys", "experiment_tag_keys", "resource_time"},
@@ -178,13 +179,14 @@ def load_config(path: Path | str | None = None) -> Config:
 def parse_config(data: dict[str, Any], base: Path, path: Path | None = None) -> Config:
     """Validate a parsed TOML document; relative paths are taken from ``base``."""
     where = str(path) if path else "runcost.toml"
-    allowed_top = {*_SECTIONS, "pools", "focus", "allocation", "engine", *engine_sections()}
+    sections = {provider.section: provider.keys for provider in PROVIDERS}
+    allowed_top = {*_SECTIONS, *sections, "pools", "allocation", "engine", *engine_sections()}
     for key in data:
         if key not in allowed_top:
             raise ConfigError(
                 f"{where}: unknown section [{key}]; allowed: {', '.join(sorted(allowed_top))}"
             )
-    for section, keys in _SECTIONS.items():
+    for section, keys in {**_SECTIONS, **sections}.items():
         value = data.get(section, {})
         if not isinstance(value, dict):
             raise ConfigError(f"{where}: [{section}] must be a table")
@@ -196,7 +198,6 @@ def parse_config(data: dict[str, Any], base: Path, path: Path | None = None) -> 
                 )
 
     warehouse = data.get("warehouse", {})
-    aws = data.get("aws", {})
     telemetry = data.get("telemetry", {})
     attribution = data.get("attribution", {})
 
@@ -231,24 +232,12 @@ def parse_config(data: dict[str, Any], base: Path, path: Path | None = None) -> 
             f"not {memory_limit!r}"
         )
 
-    exports = string_list(aws.get("exports", []), f"{where}: aws.exports")
-    resolved_exports = tuple(_resolve_location(item, base) for item in exports)
     retention = warehouse.get("raw_retention_days", 90)
     if isinstance(retention, bool) or not isinstance(retention, int) or retention < 0:
         raise ConfigError(
             f"{where}: warehouse.raw_retention_days must be a whole number of days, 0 or more "
             "(how long superseded deliveries stay in raw/)"
         )
-    endpoint_url = aws.get("endpoint_url")
-    if endpoint_url is not None and not is_url(endpoint_url):
-        raise ConfigError(
-            f"{where}: aws.endpoint_url must be an http:// or https:// URL of an S3-compatible "
-            'store, such as "https://minio.internal:9000"'
-        )
-    region = aws.get("region")
-    if region is not None and (not isinstance(region, str) or not region):
-        raise ConfigError(f'{where}: aws.region must be a region name, such as "us-east-1"')
-
     telemetry_path = telemetry.get("path")
     if telemetry_path is not None and not isinstance(telemetry_path, str):
         raise ConfigError(f"{where}: telemetry.path must be a string (a folder)")
@@ -289,8 +278,10 @@ def parse_config(data: dict[str, Any], base: Path, path: Path | None = None) -> 
     return Config(
         path=path,
         warehouse=warehouse_path,
-        aws_exports=resolved_exports,
-        focus_sources=parse_focus(data.get("focus", {}), base, where),
+        providers={
+            provider.name: provider.parse(data.get(provider.section, {}), base, where)
+            for provider in PROVIDERS
+        },
         telemetry=telemetry_folder,
         telemetry_sources=sources,
         telemetry_on_error=on_error,
@@ -305,10 +296,7 @@ def parse_config(data: dict[str, Any], base: Path, path: Path | None = None) -> 
         resource_partitions=partitions,
         lock_timeout_seconds=float(lock_timeout),
         raw_retention_days=retention,
-        aws_endpoint_url=endpoint_url,
-        aws_region=region,
         economics=_parse_economics(data.get("economics", {}), where),
-        gcp=parse_gcp(data.get("gcp", {}), base, where),
         periods=parse_period_settings(data, base, where),
         engine=engine,
         engine_options=engine_options,
@@ -381,8 +369,5 @@ def _resolve_path(value: Any, base: Path, key: str, where: str) -> Path:
     return candidate if candidate.is_absolute() else (base / candidate).resolve()
 
 
-def _resolve_location(value: str, base: Path) -> str:
-    if "://" in value:
-        return value
-    candidate = Path(value).expanduser()
-    return str(candidate if candidate.is_absolute() else (base / candidate).resolve())
+def _provider_defaults() -> dict[str, Any]:
+    return {provider.name: provider.default for provider in PROVIDERS}

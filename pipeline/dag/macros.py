@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 from pipeline.common.errors import ModelError
-from pipeline.common.money import MONEY_SQL
+from pipeline.common.money import EXACT_DECIMAL_SQL, MONEY_SQL
 from pipeline.dag.allocated_macros import ALLOCATED_MACROS
 from pipeline.dag.basis_macros import BASES, BASIS_MACROS
 from pipeline.dag.focus_macros import FOCUS_MACROS
@@ -43,16 +43,7 @@ FIRST_SLICE_TAKES_REST = Macro(
 # are less than 1e-10 apart, so no other decimal of 10 places or fewer has this DOUBLE nearest,
 # and the shortest text, which has no more places than that decimal, is that decimal. Every
 # other value (more than 10 places, or 2^19 and above) takes the text.
-EXACT_DECIMAL = Macro(
-    "exact_decimal",
-    ("value",),
-    "case when cast(try_cast({value} as decimal(18, 10)) as double) = {value} "
-    "and abs({value}) < 524288 "
-    f"then cast(try_cast({{value}} as decimal(18, 10)) as {MONEY_SQL}) "
-    "when abs({value}) < 100000000 "
-    f"then cast(cast(cast({{value}} as varchar) as decimal(18, 10)) as {MONEY_SQL}) "
-    f"else cast(cast({{value}} as varchar) as {MONEY_SQL}) end",
-)
+EXACT_DECIMAL = Macro("exact_decimal", ("value",), EXACT_DECIMAL_SQL)
 
 # A line's id, unique across sources without a lookup: the source's range (0 AWS CUR 2.0, 1 the
 # Google Cloud billing export, 2 FOCUS files) times 2^56, plus the file's index among the

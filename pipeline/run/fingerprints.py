@@ -31,9 +31,12 @@ import duckdb
 import pyarrow as pa
 
 from pipeline import __version__
+from pipeline.ingest.registry import PROVIDERS
 from pipeline.run.record import delivery_record
 from pipeline.run.sources import TELEMETRY_TABLES
 from pipeline.warehouse.raw_store import Delivery
+
+SETTLING = frozenset(provider.name for provider in PROVIDERS if provider.settles)
 
 # a billing period whose end is this close to the clock has its status decided by the hour:
 # the fingerprint holds the clock itself, so the run builds (GCP invoice months end in
@@ -316,12 +319,13 @@ def _clock_part(month: str, clock: datetime, settled: int | None) -> str:
 
 
 def _settled(deliveries: list[Delivery], clock: datetime, settle_days: int) -> dict[str, int]:
-    """Per billing month, the GCP deliveries delivered ``settle_days`` or more before ``clock``."""
+    """Per billing month, the deliveries of a settling provider (one whose closed month is final
+    only after ``settle_days`` without rows) delivered that long or more before ``clock``."""
     limit = clock - timedelta(days=settle_days)
     counts: dict[str, int] = {}
     for delivery in deliveries:
         month = _month(delivery.billing_period)
-        if delivery.provider != "gcp" or month is None:
+        if delivery.provider not in SETTLING or month is None:
             continue
         when = _delivered_at(delivery)
         counts[month] = counts.get(month, 0) + int(when is not None and when <= limit)

@@ -8,7 +8,8 @@ import duckdb
 
 from pipeline.common.money import MONEY_SQL
 from pipeline.config.loader import Config, Economics
-from pipeline.config.tags import cur_tag_keys, exact_tag_keys
+from pipeline.ingest.registry import PROVIDERS
+from pipeline.ingest.tag_keys import cur_tag_keys, exact_tag_keys
 from pipeline.run.history import create_history_inputs
 
 ECONOMICS_COLUMNS = tuple(item.name for item in fields(Economics))
@@ -27,7 +28,7 @@ def write_pool_settings(con: duckdb.DuckDBPyConnection, config: Config) -> None:
 
     Tag keys are written twice: as CUR names them (`attempt-id` -> `user_attempt_id`), the
     keys of AWS CUR lines, and exactly as configured, the keys of Google Cloud labels and FOCUS
-    `Tags` (pipeline.config.tags).
+    `Tags` (pipeline.ingest.tag_keys).
     """
     con.execute("create schema if not exists config")
     con.execute(
@@ -103,9 +104,12 @@ def write_period_settings(con: duckdb.DuckDBPyConnection, config: Config) -> Non
 
 
 def results_fingerprint(config: Config) -> str:
-    """config.fingerprint() with each export named by its last path part, not where it lies.
+    """config.fingerprint() with each provider's locations reduced to what does not depend on
+    where they lie (an AWS export is named by its last path part).
 
     Published, and compared across snapshots: copying the world elsewhere changes no result.
     """
-    names = tuple(location.rstrip("/").rsplit("/", 1)[-1] for location in config.aws_exports)
-    return replace(config, aws_exports=names).fingerprint()
+    providers = {
+        provider.name: provider.portable(config.providers[provider.name]) for provider in PROVIDERS
+    }
+    return replace(config, providers=providers).fingerprint()

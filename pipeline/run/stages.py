@@ -18,9 +18,7 @@ from pipeline.dag.build import BuildReport, build
 from pipeline.dag.engines.base import Engine
 from pipeline.dag.models import Model, intermediates, published_views
 from pipeline.dag.pools import log_pool_warnings
-from pipeline.ingest.aws_cur2 import ingest_aws_exports
-from pipeline.ingest.focus_files import ingest_focus_files
-from pipeline.ingest.gcp_files import ingest_gcp_files
+from pipeline.ingest.registry import PROVIDERS
 from pipeline.run.events import Events
 from pipeline.run.fingerprints import (
     Inputs,
@@ -81,39 +79,26 @@ def ingest(config: Config, events: Events, allow_shrink: Iterable[str] = ()) -> 
 
     ``allow_shrink``: periods whose re-delivery may empty or shrink them this once.
     """
+    allow_shrink = tuple(allow_shrink)
     sources = [
-        name
-        for name, used in (
-            ("AWS CUR 2.0 deliveries", config.aws_exports),
-            ("GCP export files", config.gcp.files),
-            ("GCP export partitions", config.gcp.tables),
-            ("FOCUS files", config.focus_sources),
-        )
-        if used
+        name for provider in PROVIDERS for name in provider.sources(config.providers[provider.name])
     ]
     events.start("ingest", ", ".join(sources) or "no billing source configured")
-    deliveries = [
-        *ingest_aws_exports(config, allow_shrink),
-        *ingest_gcp_files(config, allow_shrink),
-    ]
-    gcp_manifest = None
-    if config.gcp.tables:
-        # imported only for a configured table: the BigQuery client takes about 0.75 CPU s to
-        # import, a quarter of a small bill's run
-        from pipeline.ingest.gcp_bigquery import ingest_gcp_tables
-
-        gcp = ingest_gcp_tables(config, allow_shrink=allow_shrink)
-        deliveries += gcp.deliveries
-        gcp_manifest = gcp.manifest()
-    deliveries += ingest_focus_files(config, allow_shrink)
+    context = config.ingest_context()
+    deliveries: list[Delivery] = []
+    records: dict[str, object] = {}
+    for provider in PROVIDERS:
+        ingested = provider.ingest(config.providers[provider.name], context, allow_shrink)
+        deliveries += ingested.deliveries
+        if ingested.record is not None:
+            records[provider.name] = ingested.record
     new = sum(item.new for item in deliveries)
     events.done("ingest", f"{len(deliveries)} deliveries, {new} new")
     record: dict[str, object] = {
         "deliveries": [delivery_record(item) for item in deliveries],
         "invoice_file": file_checksum(config.periods.invoice_file),
     }
-    if gcp_manifest is not None:
-        record["gcp"] = gcp_manifest
+    record.update(records)
     return Ingested(deliveries, record)
 
 

@@ -13,7 +13,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipeline.ingest.cur_manifest import write_manifest
+from pipeline.ingest.aws.manifest import write_manifest
 from pipeline.scenario.catalog import INSTANCES, LOCATION, product_attributes
 from schemas.aws_cur2 import COLUMNS, arrow_schema
 

@@ -14,8 +14,7 @@ from sqlglot import exp
 
 from pipeline.common.duck import connect, literal
 from pipeline.common.errors import RuncostError
-from pipeline.config.loader import load_config
-from pipeline.warehouse.snapshots import DATABASE_NAME, reader_settings, snapshots_folder
+from pipeline.warehouse.snapshots import reader_settings, snapshots_folder
 
 READ_STATEMENTS = "select, with, from, values, pivot, unpivot, describe, show, summarize, explain"
 # Statement kinds a read can be made of. Anything else, and any of _WRITES anywhere inside one,
@@ -55,15 +54,6 @@ SHELL_HINT = (
     "for anything else use the duckdb shell (pip install duckdb-cli), from the warehouse folder: "
     "duckdb -readonly runcost.duckdb"
 )
-
-
-def published_database(config_path: Path | None = None, database: Path | None = None) -> Path:
-    """The database to read: the one given, or runcost.duckdb in the configured warehouse."""
-    if database is None:
-        database = load_config(config_path).warehouse / DATABASE_NAME
-    if not database.is_file():
-        raise RuncostError(f"{database}: nothing is published yet; run `runcost run` first")
-    return database
 
 
 def open_snapshot(database: Path) -> duckdb.DuckDBPyConnection:

@@ -122,7 +122,7 @@ def test_bad_read_settings_are_refused(tmp_path: Path, gcp: dict, error: str) ->
 
 
 def test_row_restriction_is_the_partition() -> None:
-    from pipeline.ingest.gcp_bigquery_storage import row_restriction
+    from pipeline.ingest.gcp.bigquery_storage import row_restriction
 
     assert row_restriction(date(2026, 5, 1)) == "_PARTITIONTIME = TIMESTAMP('2026-05-01')"
 

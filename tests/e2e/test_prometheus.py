@@ -23,7 +23,7 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 import pytest
-from builders import at, cur_line, records, sql_models, write_cur
+from builders import at, cur_line, ingest_with, records, sql_models, write_cur
 from focus_world import row as focus_row
 from focus_world import write_mixed_csv
 from prometheus_server import free_port, prometheus_server
@@ -34,7 +34,7 @@ from pipeline.common.errors import InputError
 from pipeline.config.loader import parse_config
 from pipeline.dag.build import build
 from pipeline.dag.pools import pool_models
-from pipeline.ingest.focus_files import ingest_focus_files
+from pipeline.ingest.focus.files import ingest_focus_files
 from pipeline.run.history import set_clock
 from pipeline.run.settings import write_settings
 from pipeline.run.sources import register_sources
@@ -128,7 +128,9 @@ def focus_bill(folder: Path) -> list[Delivery]:
         hour("i-node4", 10, "6.0000000000", **g5),
     ]
     write_mixed_csv(folder / "focus" / "focus_2026_10.csv", rows)
-    deliveries = ingest_focus_files(parse_config({"focus": {"files": ["focus"]}}, base=folder))
+    deliveries = ingest_with(
+        ingest_focus_files, parse_config({"focus": {"files": ["focus"]}}, base=folder)
+    )
     versions = [
         json.loads((item.folder / DELIVERY_FILE).read_text(encoding="utf-8"))["focus_versions"]
         for item in deliveries

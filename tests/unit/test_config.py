@@ -20,7 +20,7 @@ def write(tmp_path: Path, text: str) -> Path:
 def test_defaults_and_relative_paths(tmp_path: Path) -> None:
     config = load_config(write(tmp_path, '[aws]\nexports = ["cur/export"]\n'))
     assert config.warehouse == (tmp_path / "warehouse").resolve()
-    assert config.aws_exports == (str((tmp_path / "cur/export").resolve()),)
+    assert config.providers["aws"].exports == (str((tmp_path / "cur/export").resolve()),)
     assert config.telemetry is None
     assert config.attempt_tag_keys == ("user_attempt_id",)
     assert config.experiment_tag_keys == ("user_experiment_id",)
@@ -55,7 +55,7 @@ spread = "billing_period"
         )
     )
     assert config.warehouse == Path("/srv/wh")
-    assert config.aws_exports == ("s3://bucket/prefix/export",)
+    assert config.providers["aws"].exports == ("s3://bucket/prefix/export",)
     assert config.telemetry == (tmp_path / "tele").resolve()
     assert config.attempt_tag_keys == ("user_run", "user_attempt_id")
     assert config.resource_time is False

@@ -10,7 +10,8 @@ from pipeline.config.loader import parse_config
 
 def test_defaults(tmp_path):
     config = parse_config({}, base=tmp_path)
-    assert (config.raw_retention_days, config.aws_endpoint_url, config.aws_region) == (
+    aws = config.providers["aws"]
+    assert (config.raw_retention_days, aws.endpoint_url, aws.region) == (
         90,
         None,
         None,
@@ -30,8 +31,9 @@ def test_values_are_read(tmp_path):
         base=tmp_path,
     )
     assert config.raw_retention_days == 30
-    assert config.aws_exports == ("s3://billing/cur/ml-cur",)
-    assert (config.aws_endpoint_url, config.aws_region) == ("http://127.0.0.1:9000", "eu-west-1")
+    aws = config.providers["aws"]
+    assert aws.exports == ("s3://billing/cur/ml-cur",)
+    assert (aws.endpoint_url, aws.region) == ("http://127.0.0.1:9000", "eu-west-1")
     # Where the bill is read from does not change results: not part of the fingerprint.
     assert (
         config.fingerprint()

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.common.errors import InputError
-from pipeline.ingest.cur_manifest import parse_manifest, write_manifest
+from pipeline.ingest.aws.manifest import parse_manifest, write_manifest
 
 SOURCE = "/exports/ml-cur/metadata/BILLING_PERIOD=2026-10/ml-cur-Manifest.json"
 DATA = "s3://bucket/cur/ml-cur/data/BILLING_PERIOD=2026-10"

@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipeline.common.errors import InputError
-from pipeline.ingest.cur_validate import check_period
+from pipeline.ingest.aws.validate import check_period
 
 COLUMN = "bill_billing_period_start_date"
 OCTOBER = datetime(2026, 10, 1, tzinfo=UTC)

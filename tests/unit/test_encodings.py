@@ -7,6 +7,7 @@ import gzip
 from pathlib import Path
 
 import pytest
+from builders import ingest_with
 from focus_world import row, write_mixed_csv
 from test_ingest_aws import EXPORT, config_for, cur_table, raw_files
 from test_ingest_csv import DATA, csv_bytes, write_csv_export
@@ -14,8 +15,8 @@ from test_ingest_focus import assert_nothing_stored
 from test_ingest_focus import config as focus_config
 
 from pipeline.common.errors import InputError
-from pipeline.ingest.aws_cur2 import ingest_aws_exports
-from pipeline.ingest.focus_files import ingest_focus_files
+from pipeline.ingest.aws.cur2 import ingest_aws_exports
+from pipeline.ingest.focus.files import ingest_focus_files
 from pipeline.ingest.utf8 import first_invalid
 
 
@@ -37,7 +38,7 @@ def test_a_latin1_cur_csv_is_an_encoding_problem_of_the_named_file(
     text, offset = latin1_csv(rows, line)
     root = write_csv_export(tmp_path / "exports" / EXPORT, {"part-0.csv.gz": gzip.compress(text)})
     with pytest.raises(InputError) as caught:
-        ingest_aws_exports(config_for(tmp_path, root))
+        ingest_with(ingest_aws_exports, config_for(tmp_path, root))
     message = str(caught.value)
     assert message.startswith(
         f"{root / DATA / 'part-0.csv.gz'}: not UTF-8 text: byte offset {offset} (line {line}) "
@@ -61,7 +62,7 @@ def test_a_latin1_focus_csv_is_an_encoding_problem(tmp_path: Path) -> None:
     text = path.read_bytes().replace(b"Virtual Machines", b"Machines virtuelles \xe9", 1)
     path.write_bytes(text)
     with pytest.raises(InputError) as caught:
-        ingest_focus_files(focus_config(tmp_path, "focus"))
+        ingest_with(ingest_focus_files, focus_config(tmp_path, "focus"))
     offset = text.index(bytes([0xE9]))
     assert str(caught.value).startswith(
         f"{path}: not UTF-8 text: byte offset {offset} (line 2) holds byte 0xE9"

@@ -9,11 +9,12 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from builders import ingest_with
 from focus_world import row, write_azure_parquet, write_mixed_csv
 from test_ingest_focus import assert_nothing_stored, config
 
 from pipeline.common.errors import InputError
-from pipeline.ingest.focus_files import ingest_focus_files
+from pipeline.ingest.focus.files import ingest_focus_files
 from pipeline.warehouse.raw_store import RawStore
 
 FIXED = "the corrected copy is read afresh on the next run"
@@ -44,7 +45,7 @@ def test_a_bad_value_is_refused_naming_file_row_column_and_value(tmp_path: Path,
     rows = [row("AWS", 10), row("AWS", 10, **{column: value}), row("AWS", 10)]
     path = write_mixed_csv(tmp_path / "focus" / "f.csv", rows)
     with pytest.raises(InputError) as caught:
-        ingest_focus_files(config(tmp_path, "focus"))
+        ingest_with(ingest_focus_files, config(tmp_path, "focus"))
     message = str(caught.value)
     assert message.startswith(f"{path}: row 2 (after the header), column {column}: {shown} is ")
     assert "is refused; it must be " in message
@@ -64,7 +65,7 @@ def test_a_bad_parquet_amount_is_named_by_its_row(tmp_path: Path):
     table = table.set_column(index, pa.field("BilledCost", kind), pa.array(cells, kind))
     pq.write_table(table, path)
     with pytest.raises(InputError) as caught:
-        ingest_focus_files(config(tmp_path, "focus"))
+        ingest_with(ingest_focus_files, config(tmp_path, "focus"))
     assert str(caught.value).startswith(
         f"{path}: row 2, column BilledCost: '1000000000000000000000000000' is refused"
     )
@@ -75,7 +76,7 @@ def test_a_copy_of_a_file_is_refused(tmp_path: Path):
     path = write_mixed_csv(tmp_path / "focus" / "a.csv", [row("AWS", 10)])
     shutil.copyfile(path, tmp_path / "focus" / "b.csv")
     with pytest.raises(InputError) as caught:
-        ingest_focus_files(config(tmp_path, "focus"))
+        ingest_with(ingest_focus_files, config(tmp_path, "focus"))
     assert str(caught.value).startswith(
         f"{tmp_path / 'focus' / 'b.csv'}: has exactly the content of {path} (sha256 "
     )
@@ -89,7 +90,7 @@ def test_a_file_listed_by_two_sources_is_refused(tmp_path: Path):
         tmp_path, {"name": "all", "path": "focus"}, {"name": "one", "path": "focus/a.csv"}
     )
     with pytest.raises(InputError, match=r"is listed by focus\.files entries 'all' and 'one'"):
-        ingest_focus_files(settings)
+        ingest_with(ingest_focus_files, settings)
     assert path.exists()
     assert_nothing_stored(tmp_path)
 
@@ -97,7 +98,7 @@ def test_a_file_listed_by_two_sources_is_refused(tmp_path: Path):
 def test_rows_equal_in_every_column_are_kept(tmp_path: Path):
     """FOCUS has no row id: two equal charges are valid, only a repeated file is refused."""
     write_mixed_csv(tmp_path / "focus" / "a.csv", [row("AWS", 10, BilledCost="1.5")] * 2)
-    (delivery,) = ingest_focus_files(config(tmp_path, "focus"))
+    (delivery,) = ingest_with(ingest_focus_files, config(tmp_path, "focus"))
     assert sum(pq.read_metadata(path).num_rows for path in delivery.files) == 2
 
 
@@ -111,10 +112,10 @@ def current(tmp_path: Path) -> str | None:
 
 def test_a_final_period_that_loses_more_than_a_tenth_is_stopped_unless_allowed(tmp_path: Path):
     path = write_mixed_csv(tmp_path / "focus" / "f.csv", invoiced(10))
-    (first,) = ingest_focus_files(config(tmp_path, "focus"))
+    (first,) = ingest_with(ingest_focus_files, config(tmp_path, "focus"))
     write_mixed_csv(path, invoiced(8))
     with pytest.raises(InputError) as caught:
-        ingest_focus_files(config(tmp_path, "focus"))
+        ingest_with(ingest_focus_files, config(tmp_path, "focus"))
     message = str(caught.value)
     assert message.startswith(f"{tmp_path / 'focus'}: the new delivery ")
     assert "of focus billing period 2026-10 holds 8 lines (20% fewer), but the current final " in (
@@ -122,19 +123,21 @@ def test_a_final_period_that_loses_more_than_a_tenth_is_stopped_unless_allowed(t
     )
     assert "run once with `runcost run --allow-shrink 2026-10`" in message
     assert current(tmp_path) == first.delivery_id
-    (allowed,) = ingest_focus_files(config(tmp_path, "focus"), allow_shrink=["focus/2026-10"])
+    (allowed,) = ingest_with(
+        ingest_focus_files, config(tmp_path, "focus"), allow_shrink=["focus/2026-10"]
+    )
     assert current(tmp_path) == allowed.delivery_id != first.delivery_id
 
 
 def test_an_open_period_may_shrink_and_an_emptied_file_keeps_the_period(tmp_path: Path):
     path = write_mixed_csv(tmp_path / "focus" / "f.csv", invoiced(10, invoice="NULL"))
-    (first,) = ingest_focus_files(config(tmp_path, "focus"))
+    (first,) = ingest_with(ingest_focus_files, config(tmp_path, "focus"))
     write_mixed_csv(path, invoiced(2, invoice="NULL"))
-    (second,) = ingest_focus_files(config(tmp_path, "focus"))
+    (second,) = ingest_with(ingest_focus_files, config(tmp_path, "focus"))
     assert second.delivery_id != first.delivery_id
     # a file that lost every row no longer shows the period: the stored period stays current
     write_mixed_csv(path, [row("AWS", 11)])
-    deliveries = ingest_focus_files(config(tmp_path, "focus"))
+    deliveries = ingest_with(ingest_focus_files, config(tmp_path, "focus"))
     assert [(d.billing_period, d.delivery_id) for d in deliveries] == [
         ("2026-10", second.delivery_id),
         ("2026-11", deliveries[1].delivery_id),

@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 from bq_endpoint import BigQueryEndpoint
+from builders import ingest_with
 from gcp_export import DETAILED_SCHEMA, DETAILED_TABLE, export_row
 
 from pipeline.config.loader import Config, parse_config
-from pipeline.ingest.gcp_bigquery import ingest_gcp_tables
+from pipeline.ingest.gcp.bigquery import ingest_gcp_tables
 from pipeline.warehouse import raw_store
 
 TODAY = date(2026, 11, 29)
@@ -36,7 +37,7 @@ def test_a_run_that_dies_while_switching_is_finished_by_the_next(
     tmp_path: Path, bq_endpoint: BigQueryEndpoint, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     config = _setup(tmp_path, bq_endpoint)
-    stored = ingest_gcp_tables(config, TODAY).deliveries
+    stored = ingest_with(ingest_gcp_tables, config, TODAY).deliveries
     first = {item.billing_period: item.delivery_id for item in stored}
     for day in DAYS[1:]:
         bq_endpoint.insert_rows(DETAILED_TABLE, [export_row(day, 2, "0.25")], day)
@@ -52,11 +53,11 @@ def test_a_run_that_dies_while_switching_is_finished_by_the_next(
 
     monkeypatch.setattr(raw_store.RawStore, "set_current", dies_on_second)
     with pytest.raises(KeyboardInterrupt):
-        ingest_gcp_tables(config, TODAY)
+        ingest_with(ingest_gcp_tables, config, TODAY)
     monkeypatch.setattr(raw_store.RawStore, "set_current", real)
     bq_endpoint.queries.clear()
 
-    result = ingest_gcp_tables(config, TODAY)
+    result = ingest_with(ingest_gcp_tables, config, TODAY)
     current = {item.billing_period: item.delivery_id for item in result.deliveries}
     # the partition whose switch was lost is read again and lands on the delivery already stored
     assert bq_endpoint.fetches() == [(DETAILED_TABLE, DAYS[2].isoformat())]
@@ -75,10 +76,10 @@ def test_a_partition_gone_from_bigquery_stays_current_with_a_warning(
     tmp_path: Path, bq_endpoint: BigQueryEndpoint, caplog: pytest.LogCaptureFixture
 ) -> None:
     config = _setup(tmp_path, bq_endpoint)
-    ingest_gcp_tables(config, TODAY)
+    ingest_with(ingest_gcp_tables, config, TODAY)
     bq_endpoint.drop_partition(DETAILED_TABLE, DAYS[0])
     with caplog.at_level(logging.WARNING, logger="runcost"):
-        result = ingest_gcp_tables(config, TODAY)
+        result = ingest_with(ingest_gcp_tables, config, TODAY)
     assert [item.billing_period for item in result.deliveries] == [day.isoformat() for day in DAYS]
     warnings = [item.getMessage() for item in caplog.records if item.levelno >= logging.WARNING]
     assert warnings == [

@@ -12,6 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from bq_endpoint import BigQueryEndpoint
+from builders import ingest_with
 from gcp_export import (
     DETAILED_SCHEMA,
     DETAILED_TABLE,
@@ -22,7 +23,7 @@ from gcp_export import (
 
 from pipeline.common.errors import ConfigError, InputError
 from pipeline.config.loader import Config, parse_config
-from pipeline.ingest.gcp_bigquery import ingest_gcp_tables
+from pipeline.ingest.gcp.bigquery import ingest_gcp_tables
 
 TODAY = date(2026, 11, 29)
 DAY = date(2026, 11, 27)
@@ -48,7 +49,7 @@ def _table(endpoint: BigQueryEndpoint, table_id: str, schema: list[dict[str, Any
 
 def _refused(config: Config) -> str:
     with pytest.raises(InputError) as error:
-        ingest_gcp_tables(config, today=TODAY)
+        ingest_with(ingest_gcp_tables, config, today=TODAY)
     assert not (config.warehouse / "raw").exists(), "nothing is stored"
     return str(error.value)
 
@@ -58,8 +59,10 @@ def test_standard_and_detailed_exports_are_told_apart_by_their_columns(
 ) -> None:
     _table(bq_endpoint, DETAILED_TABLE, DETAILED_SCHEMA)
     _table(bq_endpoint, STANDARD_OTHER, STANDARD_SCHEMA)
-    result = ingest_gcp_tables(
-        _config(tmp_path, bq_endpoint, DETAILED_TABLE, STANDARD_OTHER), today=TODAY
+    result = ingest_with(
+        ingest_gcp_tables,
+        _config(tmp_path, bq_endpoint, DETAILED_TABLE, STANDARD_OTHER),
+        today=TODAY,
     )
 
     assert [(item["table"], item["kind"]) for item in result.tables] == [
@@ -85,7 +88,9 @@ def test_an_older_table_without_the_newer_optional_columns_is_read(
 ) -> None:
     old = without(DETAILED_SCHEMA, "price", "subscription", "cost_at_list", "tags")
     _table(bq_endpoint, DETAILED_TABLE, old)
-    result = ingest_gcp_tables(_config(tmp_path, bq_endpoint, DETAILED_TABLE), today=TODAY)
+    result = ingest_with(
+        ingest_gcp_tables, _config(tmp_path, bq_endpoint, DETAILED_TABLE), today=TODAY
+    )
     table = pq.read_table(result.deliveries[0].files[0])
     assert table.column_names == [item["name"] for item in old]
     assert table.num_rows == 3
@@ -97,7 +102,9 @@ def test_rows_over_many_pages_are_all_read(tmp_path: Path) -> None:
         endpoint.create_table(DETAILED_TABLE, DETAILED_SCHEMA)
         rows = [export_row(DAY, hour, f"0.{hour + 1:02d}") for hour in range(7)]
         endpoint.insert_rows(DETAILED_TABLE, rows, DAY)
-        result = ingest_gcp_tables(_config(tmp_path, endpoint, DETAILED_TABLE), today=TODAY)
+        result = ingest_with(
+            ingest_gcp_tables, _config(tmp_path, endpoint, DETAILED_TABLE), today=TODAY
+        )
     finally:
         endpoint.stop()
     costs = pq.read_table(result.deliveries[0].files[0]).column("cost").to_pylist()
@@ -122,7 +129,9 @@ def test_export_files_load_into_chosen_partitions(
     assert bq_endpoint.load_file(DETAILED_TABLE, ndjson, DAY) == 1
     assert bq_endpoint.load_file(DETAILED_TABLE, parquet, DAY - timedelta(days=1)) == 1
 
-    result = ingest_gcp_tables(_config(tmp_path, bq_endpoint, DETAILED_TABLE), today=TODAY)
+    result = ingest_with(
+        ingest_gcp_tables, _config(tmp_path, bq_endpoint, DETAILED_TABLE), today=TODAY
+    )
     by_day = {item.billing_period: pq.read_table(item.files[0]) for item in result.deliveries}
     assert sorted(by_day) == ["2026-11-26", "2026-11-27"]
     row = by_day["2026-11-27"].to_pylist()[0]
@@ -158,7 +167,9 @@ def test_an_export_file_makes_the_table_and_fills_each_usage_day(
         handle.write(json.dumps(late, default=str) + "\n")
     assert bq_endpoint.load_file(DETAILED_TABLE, ndjson) == 1
 
-    result = ingest_gcp_tables(_config(tmp_path, bq_endpoint, DETAILED_TABLE), today=TODAY)
+    result = ingest_with(
+        ingest_gcp_tables, _config(tmp_path, bq_endpoint, DETAILED_TABLE), today=TODAY
+    )
     costs = {
         item.billing_period: sorted(pq.read_table(item.files[0]).column("cost").to_pylist())
         for item in result.deliveries
@@ -283,7 +294,7 @@ def test_without_credentials_the_error_says_how_to_provide_them(
     monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(tmp_path / "missing-key.json"))
     config = parse_config({"gcp": {"tables": [DETAILED_TABLE]}}, base=tmp_path)
     with pytest.raises(ConfigError) as error:
-        ingest_gcp_tables(config, today=TODAY)
+        ingest_with(ingest_gcp_tables, config, today=TODAY)
     assert str(error.value) == (
         "gcp.tables: no Google credentials found (Application Default Credentials); run "
         "`gcloud auth application-default login`, set GOOGLE_APPLICATION_CREDENTIALS to a "

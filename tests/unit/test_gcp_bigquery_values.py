@@ -10,11 +10,12 @@ from typing import Any
 
 import pytest
 from bq_endpoint import BigQueryEndpoint
+from builders import ingest_with
 from gcp_export import DETAILED_SCHEMA, DETAILED_TABLE, export_row
 
 from pipeline.common.errors import InputError
 from pipeline.config.loader import Config, parse_config
-from pipeline.ingest.gcp_bigquery import ingest_gcp_tables
+from pipeline.ingest.gcp.bigquery import ingest_gcp_tables
 from pipeline.warehouse.raw_store import RawStore
 
 TODAY = date(2026, 11, 29)
@@ -40,7 +41,7 @@ def night_one(tmp_path: Path, endpoint: BigQueryEndpoint, day: date = DAY, rows:
     endpoint.create_table(DETAILED_TABLE, DETAILED_SCHEMA)
     endpoint.insert_rows(DETAILED_TABLE, [export_row(day, h, "1.5") for h in range(rows)], day)
     settings = config(tmp_path, endpoint)
-    (delivery,) = ingest_gcp_tables(settings, TODAY).deliveries
+    (delivery,) = ingest_with(ingest_gcp_tables, settings, TODAY).deliveries
     return settings, delivery.delivery_id
 
 
@@ -81,7 +82,7 @@ def test_a_bad_value_in_a_partition_is_refused_and_the_stored_one_stays(
     values, column, shown = BAD[case]
     bq_endpoint.insert_rows(DETAILED_TABLE, [with_values(5, **values)], DAY)  # a third row
     with pytest.raises(InputError) as caught:
-        ingest_gcp_tables(settings, TODAY)
+        ingest_with(ingest_gcp_tables, settings, TODAY)
     message = str(caught.value)
     assert message.startswith(f"{PARTITION}: row ")
     assert " as read (export_time '2026-11-27 11:00:00+00', usage_start_time '2026-11-27 05:00" in (
@@ -99,7 +100,7 @@ def test_a_row_copied_in_the_table_is_refused(tmp_path: Path, bq_endpoint: BigQu
     settings, first = night_one(tmp_path, bq_endpoint)
     bq_endpoint.insert_rows(DETAILED_TABLE, [export_row(DAY, 0, "1.5")], DAY)  # hour 0 again
     with pytest.raises(InputError) as caught:
-        ingest_gcp_tables(settings, TODAY)
+        ingest_with(ingest_gcp_tables, settings, TODAY)
     message = str(caught.value)
     assert message.startswith(f"{PARTITION}: row ")
     assert "every column is equal, export_time 2026-11-27T06:00:00+00:00." in message
@@ -115,7 +116,7 @@ def test_a_final_partition_that_shrinks_stops_the_run_unless_allowed(
     bq_endpoint.drop_partition(DETAILED_TABLE, old)
     bq_endpoint.insert_rows(DETAILED_TABLE, [export_row(old, h, "1.5") for h in range(7)], old)
     with pytest.raises(InputError) as caught:
-        ingest_gcp_tables(settings, TODAY)
+        ingest_with(ingest_gcp_tables, settings, TODAY)
     message = str(caught.value)
     assert message.startswith(f"{DETAILED_TABLE}: the new delivery ")
     assert "partition 2026-10-20 holds 7 lines (30% fewer), but the current final delivery " in (
@@ -123,7 +124,7 @@ def test_a_final_partition_that_shrinks_stops_the_run_unless_allowed(
     )
     assert "run once with `runcost run --allow-shrink 2026-10-20`" in message
     assert current(settings, old) == first
-    allowed = ingest_gcp_tables(settings, TODAY, allow_shrink=["2026-10-20"])
+    allowed = ingest_with(ingest_gcp_tables, settings, TODAY, allow_shrink=["2026-10-20"])
     assert current(settings, old) == allowed.deliveries[0].delivery_id != first
 
 
@@ -131,5 +132,5 @@ def test_an_open_partition_may_shrink(tmp_path: Path, bq_endpoint: BigQueryEndpo
     settings, first = night_one(tmp_path, bq_endpoint, rows=10)
     bq_endpoint.drop_partition(DETAILED_TABLE, DAY)
     bq_endpoint.insert_rows(DETAILED_TABLE, [export_row(DAY, 1, "1.5")], DAY)
-    (delivery,) = ingest_gcp_tables(settings, TODAY).deliveries
+    (delivery,) = ingest_with(ingest_gcp_tables, settings, TODAY).deliveries
     assert current(settings) == delivery.delivery_id != first

@@ -9,13 +9,14 @@ from pathlib import Path
 import pytest
 
 from pipeline.common.errors import ConfigError
-from pipeline.config.loader import GcpSettings, parse_config
+from pipeline.config.loader import parse_config
+from pipeline.ingest.gcp.settings import GcpSettings
 
 TABLE = "my-project.billing.gcp_billing_export_resource_v1_01338E_BE3FD6_363B4C"
 
 
 def test_defaults_read_nothing_from_gcp(tmp_path: Path) -> None:
-    assert parse_config({}, base=tmp_path).gcp == GcpSettings()
+    assert parse_config({}, base=tmp_path).providers["gcp"] == GcpSettings()
     assert GcpSettings().window_days == 10
 
 
@@ -29,7 +30,7 @@ start_date = 2026-01-15
 api_endpoint = "http://127.0.0.1:9050"
 """
     config = parse_config(tomllib.loads(text), base=tmp_path)
-    assert config.gcp == GcpSettings(
+    assert config.providers["gcp"] == GcpSettings(
         tables=(TABLE, "other-project.costs.gcp_billing_export_v1_0A0A0A_0B0B0B_0C0C0C"),
         billing_project="finops-queries",
         window_days=5,
@@ -37,10 +38,10 @@ api_endpoint = "http://127.0.0.1:9050"
         api_endpoint="http://127.0.0.1:9050",
     )
     quoted = parse_config({"gcp": {"start_date": "2026-01-15"}}, base=tmp_path)
-    assert quoted.gcp.start_date == date(2026, 1, 15)
+    assert quoted.providers["gcp"].start_date == date(2026, 1, 15)
     # domain-scoped project ids hold a dot and a colon
     scoped = parse_config({"gcp": {"tables": [f"example.com:{TABLE}"]}}, base=tmp_path)
-    assert scoped.gcp.tables == (f"example.com:{TABLE}",)
+    assert scoped.providers["gcp"].tables == (f"example.com:{TABLE}",)
 
 
 WHERE = "runcost.toml"

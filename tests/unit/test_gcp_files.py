@@ -10,10 +10,11 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from builders import ingest_with
 
 from pipeline.common.errors import ConfigError, InputError
 from pipeline.config.loader import parse_config
-from pipeline.ingest.gcp_files import ingest_gcp_files
+from pipeline.ingest.gcp.files import ingest_gcp_files
 from pipeline.warehouse.raw_store import RawStore
 from schemas import gcp_billing
 
@@ -60,7 +61,7 @@ def test_ndjson_is_typed_as_the_export_and_split_by_export_day(tmp_path: Path) -
         export_time="2026-10-14T03:00:00Z", cost="0.7", usage_start_time="2026-10-12T11:00:00"
     )
     write_ndjson(tmp_path / "export" / "billing-000000000000.json", [row(), late, row(cost=1)])
-    deliveries = ingest_gcp_files(config(tmp_path, "export/billing-*.json"))
+    deliveries = ingest_with(ingest_gcp_files, config(tmp_path, "export/billing-*.json"))
     assert [(d.provider, d.export, d.billing_period, d.new) for d in deliveries] == [
         ("gcp", "export", "2026-10-12", True),
         ("gcp", "export", "2026-10-14", True),
@@ -94,7 +95,7 @@ def test_parquet_files_and_a_partition_column(tmp_path: Path) -> None:
     folder = tmp_path / "extract"
     folder.mkdir()
     pq.write_table(pa.Table.from_pylist(rows, schema=schema), folder / "part.parquet")
-    deliveries = ingest_gcp_files(config(tmp_path, "extract"))
+    deliveries = ingest_with(ingest_gcp_files, config(tmp_path, "extract"))
     assert [(d.billing_period, pq.read_metadata(d.files[0]).num_rows) for d in deliveries] == [
         ("2026-10-30", 1),
         ("2026-10-31", 2),
@@ -106,12 +107,12 @@ def test_a_second_run_stores_only_the_partition_that_changed(tmp_path: Path) -> 
     path = write_ndjson(
         tmp_path / "export" / "a.json", [row(), row(export_time="2026-10-13 05:00:00 UTC")]
     )
-    first = ingest_gcp_files(config(tmp_path, "export"))
-    again = ingest_gcp_files(config(tmp_path, "export"))
+    first = ingest_with(ingest_gcp_files, config(tmp_path, "export"))
+    again = ingest_with(ingest_gcp_files, config(tmp_path, "export"))
     assert [d.delivery_id for d in again] == [d.delivery_id for d in first]
     assert not any(d.new for d in again)
     write_ndjson(path.with_name("b.json"), [row(cost=0.01, export_time="2026-10-13 23:00:00 UTC")])
-    third = ingest_gcp_files(config(tmp_path, "export"))
+    third = ingest_with(ingest_gcp_files, config(tmp_path, "export"))
     assert [d.new for d in third] == [False, True]
     assert third[0].delivery_id == first[0].delivery_id
     assert third[1].delivery_id != first[1].delivery_id
@@ -163,7 +164,7 @@ BAD = [
 def test_bad_ndjson_is_refused_and_nothing_is_stored(tmp_path: Path, rows, message) -> None:
     write_ndjson(tmp_path / "export" / "a.json", rows)
     with pytest.raises(InputError) as caught:
-        ingest_gcp_files(config(tmp_path, "export/a.json"))
+        ingest_with(ingest_gcp_files, config(tmp_path, "export/a.json"))
     assert message in str(caught.value)
     assert raw_files(tmp_path) == []
 
@@ -172,7 +173,7 @@ def test_a_broken_json_line_names_its_row(tmp_path: Path) -> None:
     path = write_ndjson(tmp_path / "export" / "a.json", [row()])
     path.write_text(path.read_text() + "{not json\n", encoding="utf-8")
     with pytest.raises(InputError, match=r"a\.json: row 2: not JSON"):
-        ingest_gcp_files(config(tmp_path, "export"))
+        ingest_with(ingest_gcp_files, config(tmp_path, "export"))
     assert raw_files(tmp_path) == []
 
 
@@ -197,7 +198,7 @@ def test_a_flattened_parquet_column_is_refused(tmp_path: Path, column: str) -> N
     (tmp_path / "export").mkdir()
     pq.write_table(pa.table(values), tmp_path / "export" / "flat.parquet")
     with pytest.raises(InputError) as caught:
-        ingest_gcp_files(config(tmp_path, "export"))
+        ingest_with(ingest_gcp_files, config(tmp_path, "export"))
     assert str(caught.value).startswith(f"{tmp_path / 'export' / 'flat.parquet'}: {message}")
     assert "extract the export table itself" in str(caught.value)
     assert raw_files(tmp_path) == []
@@ -205,11 +206,13 @@ def test_a_flattened_parquet_column_is_refused(tmp_path: Path, column: str) -> N
 
 def test_no_matching_files(tmp_path: Path) -> None:
     with pytest.raises(InputError, match=r"missing/\*\.json: no export files match"):
-        ingest_gcp_files(config(tmp_path, "missing/*.json"))
+        ingest_with(ingest_gcp_files, config(tmp_path, "missing/*.json"))
 
 
 def test_config_gcp_files(tmp_path: Path) -> None:
-    assert config(tmp_path, "exports/*.json").gcp.files == (str(tmp_path / "exports/*.json"),)
-    assert parse_config({}, base=tmp_path).gcp.files == ()
+    assert config(tmp_path, "exports/*.json").providers["gcp"].files == (
+        str(tmp_path / "exports/*.json"),
+    )
+    assert parse_config({}, base=tmp_path).providers["gcp"].files == ()
     with pytest.raises(ConfigError, match=r"gcp\.files must be a list of non-empty strings"):
         parse_config({"gcp": {"files": "exports"}}, base=tmp_path)

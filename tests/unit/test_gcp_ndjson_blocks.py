@@ -11,11 +11,13 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from builders import ingest_with
 from test_gcp_files import config, row
 
-from pipeline.ingest import gcp_days, gcp_ndjson_blocks
-from pipeline.ingest.gcp_files import ingest_gcp_files
-from pipeline.ingest.gcp_ndjson import read_ndjson
+from pipeline.ingest.gcp import days as gcp_days
+from pipeline.ingest.gcp import ndjson_blocks as gcp_ndjson_blocks
+from pipeline.ingest.gcp.files import ingest_gcp_files
+from pipeline.ingest.gcp.ndjson import read_ndjson
 from schemas import gcp_billing
 
 PARTITION = gcp_days.PARTITION_COLUMNS
@@ -144,8 +146,8 @@ def test_days_are_split_in_bounded_batches_keeping_the_file_order(tmp_path, monk
     rows = [extract_row(number, cost=number / 4) for number in range(40)]
     write_lines(tmp_path / "export" / "a.json", [json.dumps(item) for item in rows])
     monkeypatch.setattr(gcp_days, "BUFFERED", 5)
-    monkeypatch.setattr("pipeline.ingest.gcp_files.BATCH", 3)
-    deliveries = ingest_gcp_files(config(tmp_path, "export"))
+    monkeypatch.setattr("pipeline.ingest.gcp.files.BATCH", 3)
+    deliveries = ingest_with(ingest_gcp_files, config(tmp_path, "export"))
     assert [d.billing_period for d in deliveries] == ["2026-10-12", "2026-10-13", "2026-10-14"]
     for offset, delivery in enumerate(deliveries):
         (part,) = delivery.files

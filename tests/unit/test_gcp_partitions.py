@@ -7,8 +7,8 @@ from decimal import Decimal
 
 import pytest
 
-from pipeline.config.loader import GcpSettings
-from pipeline.ingest.gcp_partitions import Fingerprint, fetch_sql, scan_range
+from pipeline.ingest.gcp.partitions import Fingerprint, fetch_sql, scan_range
+from pipeline.ingest.gcp.settings import GcpSettings
 
 TODAY = date(2026, 11, 29)
 

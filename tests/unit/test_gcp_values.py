@@ -11,10 +11,11 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from builders import ingest_with
 from test_gcp_files import config, raw_files, row, write_ndjson
 
 from pipeline.common.errors import InputError
-from pipeline.ingest.gcp_files import ingest_gcp_files
+from pipeline.ingest.gcp.files import ingest_gcp_files
 from pipeline.warehouse.raw_store import RawStore
 from schemas import gcp_billing
 
@@ -54,7 +55,7 @@ BAD_ROWS = {
 def bad_message(tmp_path: Path, rows: list[dict]) -> str:
     write_ndjson(tmp_path / "export" / "a.json", rows)
     with pytest.raises(InputError) as caught:
-        ingest_gcp_files(config(tmp_path, "export"))
+        ingest_with(ingest_gcp_files, config(tmp_path, "export"))
     return str(caught.value)
 
 
@@ -73,7 +74,7 @@ def test_a_usage_quantity_may_pass_the_money_limit(tmp_path: Path):
     """RAM is metered in byte-seconds: 450 GiB for an hour is 1.7e15, a valid quantity."""
     ram = {"amount": 450 * 2**30 * 3600.0, "unit": "byte-seconds"}
     write_ndjson(tmp_path / "export" / "a.json", [row(), row(cost=1.25, usage=ram)])
-    (delivery,) = ingest_gcp_files(config(tmp_path, "export"))
+    (delivery,) = ingest_with(ingest_gcp_files, config(tmp_path, "export"))
     assert pq.read_table(delivery.files[0]).column("usage").to_pylist()[1]["amount"] > 1e15
 
 
@@ -82,7 +83,7 @@ def test_rows_are_named_by_their_line_in_the_file(tmp_path: Path):
     write_ndjson(path, [row(), row(cost=math.nan)])
     path.write_text("\n" + path.read_text(), encoding="utf-8")  # a blank first line
     with pytest.raises(InputError, match=r"a\.json: row 3, column cost: 'nan' is refused"):
-        ingest_gcp_files(config(tmp_path, "export"))
+        ingest_with(ingest_gcp_files, config(tmp_path, "export"))
 
 
 def parquet_rows(tmp_path: Path, rows: list[dict]) -> Path:
@@ -121,7 +122,7 @@ def typed(**values) -> dict:
 def test_a_bad_parquet_value_is_refused_by_its_row(tmp_path: Path, values, column, shown):
     path = parquet_rows(tmp_path, [typed(), typed(cost=2.5), typed(**values)])
     with pytest.raises(InputError) as caught:
-        ingest_gcp_files(config(tmp_path, "extract"))
+        ingest_with(ingest_gcp_files, config(tmp_path, "extract"))
     assert str(caught.value).startswith(f"{path}: row 3, column {column}: {shown} is refused")
     assert raw_files(tmp_path) == []
 
@@ -134,7 +135,7 @@ def test_text_in_a_parquet_money_column_is_refused(tmp_path: Path):
     path.parent.mkdir(parents=True)
     pq.write_table(pa.Table.from_pylist(rows, schema=schema), path)
     with pytest.raises(InputError, match=r"part-0\.parquet: row 2, column cost: '\$1\.00' is ref"):
-        ingest_gcp_files(config(tmp_path, "extract"))
+        ingest_with(ingest_gcp_files, config(tmp_path, "extract"))
 
 
 def test_a_row_equal_in_every_column_to_another_is_refused(tmp_path: Path):
@@ -149,7 +150,7 @@ def test_a_row_equal_in_every_column_to_another_is_refused(tmp_path: Path):
 def test_a_later_load_of_the_same_usage_is_not_a_copy(tmp_path: Path):
     # the same SKU, hour and resource exported again later is a restatement, not a copy
     write_ndjson(tmp_path / "export" / "a.json", [row(), row(export_time="2026-10-12 18:00 UTC")])
-    (delivery,) = ingest_gcp_files(config(tmp_path, "export"))
+    (delivery,) = ingest_with(ingest_gcp_files, config(tmp_path, "export"))
     assert pq.read_metadata(delivery.files[0]).num_rows == 2
 
 
@@ -157,7 +158,7 @@ def test_a_stray_copy_of_an_export_file_is_refused(tmp_path: Path):
     path = write_ndjson(tmp_path / "export" / "billing-000.json", [row()])
     shutil.copyfile(path, path.with_name("billing-001.json"))
     with pytest.raises(InputError) as caught:
-        ingest_gcp_files(config(tmp_path, "export"))
+        ingest_with(ingest_gcp_files, config(tmp_path, "export"))
     assert str(caught.value).startswith(
         f"{path.with_name('billing-001.json')}: has exactly the content of {path} (sha256 "
     )
@@ -176,10 +177,10 @@ def current(tmp_path: Path, day: str = "2026-10-12") -> str | None:
 def test_a_final_day_that_loses_more_than_a_tenth_of_its_rows_is_stopped(tmp_path: Path):
     # invoice month 2026-10 ended long ago and no row arrived since: the day is final
     path = write_ndjson(tmp_path / "export" / "a.json", rows_of_day(10))
-    (first,) = ingest_gcp_files(config(tmp_path, "export"))
+    (first,) = ingest_with(ingest_gcp_files, config(tmp_path, "export"))
     write_ndjson(path, rows_of_day(8))
     with pytest.raises(InputError) as caught:
-        ingest_gcp_files(config(tmp_path, "export"))
+        ingest_with(ingest_gcp_files, config(tmp_path, "export"))
     message = str(caught.value)
     assert message.startswith("gcp.files source export: the new delivery ")
     assert "of export partition day 2026-10-12 holds 8 lines (20% fewer), but the current " in (
@@ -190,25 +191,27 @@ def test_a_final_day_that_loses_more_than_a_tenth_of_its_rows_is_stopped(tmp_pat
         message
     )
     assert current(tmp_path) == first.delivery_id, "the stored day stays current"
-    (allowed,) = ingest_gcp_files(config(tmp_path, "export"), allow_shrink=["export/2026-10-12"])
+    (allowed,) = ingest_with(
+        ingest_gcp_files, config(tmp_path, "export"), allow_shrink=["export/2026-10-12"]
+    )
     assert current(tmp_path) == allowed.delivery_id != first.delivery_id
     assert pq.read_metadata(allowed.files[0]).num_rows == 8
 
 
 def test_a_day_of_an_open_invoice_month_may_shrink(tmp_path: Path):
     path = write_ndjson(tmp_path / "export" / "a.json", rows_of_day(10, "209912"))
-    ingest_gcp_files(config(tmp_path, "export"))
+    ingest_with(ingest_gcp_files, config(tmp_path, "export"))
     write_ndjson(path, rows_of_day(3, "209912"))
-    (delivery,) = ingest_gcp_files(config(tmp_path, "export"))
+    (delivery,) = ingest_with(ingest_gcp_files, config(tmp_path, "export"))
     assert pq.read_metadata(delivery.files[0]).num_rows == 3
 
 
 def test_a_day_gone_from_the_files_stays_as_stored(tmp_path: Path):
     """gcp.files cannot empty a day: a day no file holds keeps its stored delivery."""
     path = write_ndjson(tmp_path / "export" / "a.json", rows_of_day(4))
-    (first,) = ingest_gcp_files(config(tmp_path, "export"))
+    (first,) = ingest_with(ingest_gcp_files, config(tmp_path, "export"))
     write_ndjson(path, [row(export_time="2026-10-13 05:00:00 UTC")])
-    deliveries = ingest_gcp_files(config(tmp_path, "export"))
+    deliveries = ingest_with(ingest_gcp_files, config(tmp_path, "export"))
     assert [d.billing_period for d in deliveries] == ["2026-10-12", "2026-10-13"]
     assert deliveries[0].delivery_id == first.delivery_id
     assert json.loads((first.folder.parent / "current.json").read_text())["delivery_id"] == (

@@ -13,11 +13,13 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from builders import ingest_with
 
 from pipeline.common.errors import InputError
 from pipeline.config.loader import Config
-from pipeline.ingest.aws_cur2 import ingest_aws_exports
-from pipeline.ingest.cur_manifest import write_manifest
+from pipeline.ingest.aws.cur2 import ingest_aws_exports
+from pipeline.ingest.aws.manifest import write_manifest
+from pipeline.ingest.aws.settings import AwsSettings
 from schemas import aws_cur2
 
 EXPORT = "ml-cur"
@@ -91,7 +93,7 @@ def config_for(tmp_path: Path, *locations: Path | str, resource_time: bool = Tru
     return Config(
         path=None,
         warehouse=tmp_path / "warehouse",
-        aws_exports=tuple(str(location) for location in locations),
+        providers={"aws": AwsSettings(exports=tuple(str(location) for location in locations))},
         resource_time=resource_time,
     )
 
@@ -117,7 +119,7 @@ def export(tmp_path: Path) -> Path:
 
 
 def test_manifest_delivery_is_copied_with_delivery_json_and_checksums(tmp_path, export):
-    [delivery] = ingest_aws_exports(config_for(tmp_path, export))
+    [delivery] = ingest_with(ingest_aws_exports, config_for(tmp_path, export))
 
     period_dir = tmp_path / "warehouse/raw/aws" / EXPORT / f"BILLING_PERIOD={PERIOD}"
     folder = period_dir / "delivery=exec-0001"
@@ -157,7 +159,8 @@ def test_manifest_delivery_is_copied_with_delivery_json_and_checksums(tmp_path, 
 
 def test_each_delivered_file_is_read_once_for_its_sha256(tmp_path, export, monkeypatch):
     """The sum delivery.json records is the one the check of repeated files compared."""
-    from pipeline.ingest import aws_cur2, value_rules
+    from pipeline.ingest import value_rules
+    from pipeline.ingest.aws import cur2 as aws_cur2
     from pipeline.warehouse import raw_store
 
     hashed: list[str] = []
@@ -168,7 +171,7 @@ def test_each_delivered_file_is_read_once_for_its_sha256(tmp_path, export, monke
 
     for module in (aws_cur2, value_rules, raw_store):
         monkeypatch.setattr(module, "sha256_file", counted)
-    [delivery] = ingest_aws_exports(config_for(tmp_path, export))
+    [delivery] = ingest_with(ingest_aws_exports, config_for(tmp_path, export))
     assert sorted(hashed) == sorted(path.name for path in delivery.files)
     record = json.loads((delivery.folder / "delivery.json").read_text())
     assert [item["sha256"] for item in record["files"]] == [sha256(p) for p in delivery.files]
@@ -176,10 +179,10 @@ def test_each_delivered_file_is_read_once_for_its_sha256(tmp_path, export, monke
 
 def test_reingest_copies_nothing_and_returns_the_same(tmp_path, export):
     config = config_for(tmp_path, export)
-    [first] = ingest_aws_exports(config)
+    [first] = ingest_with(ingest_aws_exports, config)
     before = {p: p.stat().st_mtime_ns for p in (tmp_path / "warehouse").rglob("*")}
 
-    [second] = ingest_aws_exports(config)
+    [second] = ingest_with(ingest_aws_exports, config)
 
     assert second == dataclasses.replace(first, new=False)
     assert {p: p.stat().st_mtime_ns for p in (tmp_path / "warehouse").rglob("*")} == before
@@ -187,13 +190,13 @@ def test_reingest_copies_nothing_and_returns_the_same(tmp_path, export):
 
 def test_second_delivery_becomes_current_and_the_old_one_is_kept(tmp_path, export):
     config = config_for(tmp_path, export)
-    ingest_aws_exports(config)
+    ingest_with(ingest_aws_exports, config)
     write_export(
         export, {f"{EXPORT}-00001.snappy.parquet": cur_table(rows=5)}, execution_id="exec-0002"
     )
     (export / "data" / f"BILLING_PERIOD={PERIOD}" / f"{EXPORT}-00002.snappy.parquet").unlink()
 
-    [delivery] = ingest_aws_exports(config)
+    [delivery] = ingest_with(ingest_aws_exports, config)
 
     period_dir = tmp_path / "warehouse/raw/aws" / EXPORT / f"BILLING_PERIOD={PERIOD}"
     assert delivery.delivery_id == "exec-0002"
@@ -207,9 +210,9 @@ def test_second_delivery_becomes_current_and_the_old_one_is_kept(tmp_path, expor
 
 def test_a_run_that_crashed_before_switching_recovers(tmp_path, export):
     config = config_for(tmp_path, export)
-    ingest_aws_exports(config)
+    ingest_with(ingest_aws_exports, config)
     write_export(export, {"new.parquet": cur_table()}, execution_id="exec-0002")
-    ingest_aws_exports(config)
+    ingest_with(ingest_aws_exports, config)
     period_dir = tmp_path / "warehouse/raw/aws" / EXPORT / f"BILLING_PERIOD={PERIOD}"
     # As if the run had stopped after storing exec-0002 but before current.json named it, and
     # had left a half-copied temp folder behind.
@@ -217,7 +220,7 @@ def test_a_run_that_crashed_before_switching_recovers(tmp_path, export):
     (period_dir / "current.json").write_text(json.dumps({**current, "delivery_id": "exec-0001"}))
     (period_dir / ".tmp-delivery=exec-0003-x").mkdir()
 
-    [delivery] = ingest_aws_exports(config)
+    [delivery] = ingest_with(ingest_aws_exports, config)
 
     assert (delivery.delivery_id, delivery.new) == ("exec-0002", False)
     assert json.loads((period_dir / "current.json").read_text())["delivery_id"] == "exec-0002"
@@ -225,7 +228,7 @@ def test_a_run_that_crashed_before_switching_recovers(tmp_path, export):
 
 def test_period_no_longer_in_the_source_stays_current(tmp_path, export):
     config = config_for(tmp_path, export)
-    ingest_aws_exports(config)
+    ingest_with(ingest_aws_exports, config)
     write_export(
         export,
         {"next.parquet": cur_table(period="2026-11")},
@@ -237,7 +240,7 @@ def test_period_no_longer_in_the_source_stays_current(tmp_path, export):
             path.unlink()
         (export / folder / f"BILLING_PERIOD={PERIOD}").rmdir()
 
-    deliveries = ingest_aws_exports(config)
+    deliveries = ingest_with(ingest_aws_exports, config)
 
     assert [(d.billing_period, d.delivery_id, d.new) for d in deliveries] == [
         ("2026-10", "exec-0001", False),
@@ -252,7 +255,7 @@ def test_folder_without_manifest_warns_and_is_read(tmp_path, caplog):
     data_dir = root / "data" / f"BILLING_PERIOD={PERIOD}"
 
     with caplog.at_level(logging.WARNING, logger="runcost"):
-        [delivery] = ingest_aws_exports(config_for(tmp_path, root))
+        [delivery] = ingest_with(ingest_aws_exports, config_for(tmp_path, root))
 
     assert str(data_dir) in caplog.text
     assert "no manifest" in caplog.text
@@ -280,7 +283,7 @@ def test_create_new_mode_takes_the_newest_subfolder(tmp_path, caplog):
     )
 
     with caplog.at_level(logging.WARNING, logger="runcost"):
-        [delivery] = ingest_aws_exports(config_for(tmp_path, root))
+        [delivery] = ingest_with(ingest_aws_exports, config_for(tmp_path, root))
 
     assert "20261003T010000Z-new" in caplog.text
     assert [p.relative_to(delivery.folder).as_posix() for p in delivery.files] == [
@@ -296,7 +299,7 @@ def test_create_new_manifest_entries_map_onto_the_subfolder(tmp_path):
         execution_id="abc-123",
         subfolder="20261003T010000Z-abc-123",
     )
-    [delivery] = ingest_aws_exports(config_for(tmp_path, root))
+    [delivery] = ingest_with(ingest_aws_exports, config_for(tmp_path, root))
     assert delivery.delivery_id == "abc-123"
     assert (
         delivery.files[0].read_bytes()
@@ -314,17 +317,17 @@ def test_resource_id_may_be_missing_when_resource_time_is_off(tmp_path):
     root = write_export(
         tmp_path / "e" / EXPORT, {"x.parquet": cur_table(drop=("line_item_resource_id",))}
     )
-    [delivery] = ingest_aws_exports(config_for(tmp_path, root, resource_time=False))
+    [delivery] = ingest_with(ingest_aws_exports, config_for(tmp_path, root, resource_time=False))
     assert delivery.delivery_id == "exec-0001"
 
 
 def test_raw_modified_is_detected_with_a_recovery_hint(tmp_path, export):
     config = config_for(tmp_path, export)
-    [delivery] = ingest_aws_exports(config)
+    [delivery] = ingest_with(ingest_aws_exports, config)
     delivery.files[0].write_bytes(delivery.files[0].read_bytes()[:-1] + b"X")
 
     with pytest.raises(InputError) as error:
-        ingest_aws_exports(config)
+        ingest_with(ingest_aws_exports, config)
 
     message = str(error.value)
     assert str(delivery.files[0]) in message
@@ -336,7 +339,7 @@ def test_raw_modified_is_detected_with_a_recovery_hint(tmp_path, export):
 def test_export_folders_with_the_same_name_are_refused(tmp_path, export):
     other = write_export(tmp_path / "other" / EXPORT, {"x.parquet": cur_table()})
     with pytest.raises(InputError, match=r"same export name 'ml-cur'.*rename one of the folders"):
-        ingest_aws_exports(config_for(tmp_path, export, other))
+        ingest_with(ingest_aws_exports, config_for(tmp_path, export, other))
     assert raw_files(tmp_path) == []
 
 
@@ -423,7 +426,7 @@ def test_bad_input_is_refused_and_nothing_is_written(tmp_path, case):
     good = write_export(tmp_path / "good" / "a-first-export", {"g.parquet": cur_table()})
 
     with pytest.raises(InputError) as error:
-        ingest_aws_exports(config_for(tmp_path, good, root))
+        ingest_with(ingest_aws_exports, config_for(tmp_path, good, root))
 
     message = str(error.value)
     for words in expected:
@@ -433,7 +436,7 @@ def test_bad_input_is_refused_and_nothing_is_written(tmp_path, case):
 
 def test_bad_input_after_an_earlier_ingest_leaves_raw_unchanged(tmp_path, export):
     config = config_for(tmp_path, export)
-    ingest_aws_exports(config)
+    ingest_with(ingest_aws_exports, config)
     before = raw_files(tmp_path)
     write_export(
         export,
@@ -442,7 +445,7 @@ def test_bad_input_after_an_earlier_ingest_leaves_raw_unchanged(tmp_path, export
     )
 
     with pytest.raises(InputError, match="column product has type string"):
-        ingest_aws_exports(config)
+        ingest_with(ingest_aws_exports, config)
 
     assert raw_files(tmp_path) == before
 
@@ -450,6 +453,6 @@ def test_bad_input_after_an_earlier_ingest_leaves_raw_unchanged(tmp_path, export
 def test_folder_that_is_not_an_export_is_refused(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(InputError, match=r"not a CUR 2\.0 export folder"):
-        ingest_aws_exports(config_for(tmp_path, tmp_path / "empty"))
+        ingest_with(ingest_aws_exports, config_for(tmp_path, tmp_path / "empty"))
     with pytest.raises(InputError, match="no such folder"):
-        ingest_aws_exports(config_for(tmp_path, tmp_path / "absent"))
+        ingest_with(ingest_aws_exports, config_for(tmp_path, tmp_path / "absent"))

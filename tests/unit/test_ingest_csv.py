@@ -13,11 +13,12 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from builders import ingest_with
 from test_ingest_aws import EXPORT, PERIOD, config_for, cur_table, raw_files, write_export
 
 from pipeline.common.errors import InputError
-from pipeline.ingest.aws_cur2 import ingest_aws_exports
-from pipeline.ingest.cur_manifest import write_manifest
+from pipeline.ingest.aws.cur2 import ingest_aws_exports
+from pipeline.ingest.aws.manifest import write_manifest
 from pipeline.scenario.cur_csv import csv_cell
 from schemas import aws_cur2
 
@@ -61,7 +62,7 @@ def test_csv_delivery_is_kept_and_converted_to_the_parquet_schema(tmp_path, capl
         {"a.csv.gz": csv_bytes(table.slice(0, 2)), "b.csv.gz": csv_bytes(table.slice(2, 2))},
     )
 
-    [delivery] = ingest_aws_exports(config_for(tmp_path, root))
+    [delivery] = ingest_with(ingest_aws_exports, config_for(tmp_path, root))
 
     assert [p.relative_to(delivery.folder).as_posix() for p in delivery.files] == [
         "converted/a.parquet",
@@ -89,7 +90,7 @@ def test_extra_columns_are_kept_in_raw_and_named_in_the_log(tmp_path, caplog):
     )
 
     with caplog.at_level(logging.WARNING, logger="runcost"):
-        [delivery] = ingest_aws_exports(config_for(tmp_path, root))
+        [delivery] = ingest_with(ingest_aws_exports, config_for(tmp_path, root))
 
     assert "a.csv.gz: 2 column(s) runcost does not read" in caplog.text
     assert "line_item_new_thing, bill_other" in caplog.text
@@ -102,7 +103,7 @@ def test_extra_parquet_columns_are_noted_and_the_file_kept_whole(tmp_path, caplo
     table = cur_table(rows=2).append_column("capacity_reservation_status", pa.array(["a", "b"]))
     root = write_export(tmp_path / "exports" / EXPORT, {"x.parquet": table})
     with caplog.at_level(logging.WARNING, logger="runcost"):
-        [delivery] = ingest_aws_exports(config_for(tmp_path, root))
+        [delivery] = ingest_with(ingest_aws_exports, config_for(tmp_path, root))
     assert "x.parquet: 1 column(s) runcost does not read" in caplog.text
     assert "capacity_reservation_status" in caplog.text
     assert "capacity_reservation_status" in pq.read_schema(delivery.files[0]).names
@@ -119,12 +120,12 @@ def test_daily_lines_warn_that_only_tags_can_attribute_them(tmp_path, caplog):
     root = write_export(tmp_path / "exports" / EXPORT, {"x.parquet": table})
 
     with caplog.at_level(logging.WARNING, logger="runcost"):
-        ingest_aws_exports(config_for(tmp_path, root, resource_time=False))
+        ingest_with(ingest_aws_exports, config_for(tmp_path, root, resource_time=False))
     assert "DAILY" not in caplog.text  # without resource_time a daily export is fine
 
     (tmp_path / "warehouse").rename(tmp_path / "old-warehouse")
     with caplog.at_level(logging.WARNING, logger="runcost"):
-        ingest_aws_exports(config_for(tmp_path, root))
+        ingest_with(ingest_aws_exports, config_for(tmp_path, root))
     assert f"{EXPORT}-Manifest.json: its lines cover whole days (a DAILY export)" in caplog.text
     assert "only tags can attribute it" in caplog.text
     assert "TIME_GRANULARITY=HOURLY" in caplog.text
@@ -230,7 +231,7 @@ def test_bad_input_names_the_object_and_writes_nothing(tmp_path, case):
     before = sorted(p for p in tmp_path.rglob("*") if "warehouse" not in p.parts)
 
     with pytest.raises(InputError) as error:
-        ingest_aws_exports(config_for(tmp_path, good, root))
+        ingest_with(ingest_aws_exports, config_for(tmp_path, good, root))
 
     for words in expected:
         assert words in str(error.value)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from builders import ingest_with
 from damaged_pages import BAD_PAGE, break_page
 from focus_world import write_azure_parquet, write_mixed_csv
 from test_gcp_files import config as gcp_config
@@ -19,10 +20,10 @@ from test_ingest_csv import csv_bytes, write_csv_export
 from test_ingest_focus import config as focus_config
 
 from pipeline.common.errors import InputError
-from pipeline.ingest.aws_cur2 import ingest_aws_exports
-from pipeline.ingest.focus_files import ingest_focus_files
-from pipeline.ingest.gcp_files import ingest_gcp_files
-from pipeline.ingest.gcp_ndjson import read_ndjson
+from pipeline.ingest.aws.cur2 import ingest_aws_exports
+from pipeline.ingest.focus.files import ingest_focus_files
+from pipeline.ingest.gcp.files import ingest_gcp_files
+from pipeline.ingest.gcp.ndjson import read_ndjson
 
 DATA = f"data/BILLING_PERIOD={PERIOD}"
 AFRESH = (
@@ -90,7 +91,7 @@ def test_a_cur_file_that_cannot_be_read_through_is_named_with_the_fix(tmp_path: 
     root = tmp_path / "exports" / EXPORT
     path = build(root)
     with pytest.raises(InputError) as caught:
-        ingest_aws_exports(config_for(tmp_path, root))
+        ingest_with(ingest_aws_exports, config_for(tmp_path, root))
     message = str(caught.value)
     if case == "parquet footer":
         assert message == (
@@ -120,7 +121,7 @@ def gcp_parquet(tmp_path: Path) -> Path:
 def test_a_gcp_parquet_file_with_a_corrupt_page_is_named(tmp_path: Path):
     path = gcp_parquet(tmp_path)
     with pytest.raises(InputError) as caught:
-        ingest_gcp_files(gcp_config(tmp_path, "gcp/*.parquet"))
+        ingest_with(ingest_gcp_files, gcp_config(tmp_path, "gcp/*.parquet"))
     assert str(caught.value) == (
         f"{path}: not a readable Parquet file (Couldn't deserialize thrift: {BAD_PAGE} "
         "Deserializing page header failed.), so the copy is damaged or cut short, or not "
@@ -135,7 +136,7 @@ def test_a_gcp_ndjson_extract_cut_mid_row_is_named(tmp_path: Path):
     content = path.read_bytes()
     path.write_bytes(content[: len(content) - 40])
     with pytest.raises(InputError) as caught:
-        ingest_gcp_files(gcp_config(tmp_path, "gcp/*.json"))
+        ingest_with(ingest_gcp_files, gcp_config(tmp_path, "gcp/*.json"))
     assert str(caught.value) == (
         f"{path}: row 3: cut short (not JSON: Expecting ':' delimiter), so the copy is damaged "
         "or truncated: extract the export table again (or copy the file again) and run again; "
@@ -148,7 +149,7 @@ def test_a_gcp_ndjson_extract_that_is_not_utf8_names_its_line(tmp_path: Path):
     lines = path.read_bytes().splitlines(keepends=True)
     path.write_bytes(lines[0] + lines[1].replace(b"Compute", b"Comp\xe9te"))
     with pytest.raises(InputError) as caught:
-        ingest_gcp_files(gcp_config(tmp_path, "gcp/*.json"))
+        ingest_with(ingest_gcp_files, gcp_config(tmp_path, "gcp/*.json"))
     offset = len(lines[0]) + lines[1].index(b"Compute") + 4
     assert str(caught.value) == (
         f"{path}: not UTF-8 text: byte offset {offset} (line 2) holds byte 0xE9 ('é' in "
@@ -182,7 +183,7 @@ def test_a_focus_file_that_cannot_be_read_through_is_named(tmp_path: Path, case)
     build, detail = FOCUS[case]
     path = build(tmp_path)
     with pytest.raises(InputError) as caught:
-        ingest_focus_files(focus_config(tmp_path, f"focus/{path.name}"))
+        ingest_with(ingest_focus_files, focus_config(tmp_path, f"focus/{path.name}"))
     assert str(caught.value) == (
         f"{path}: cannot be read through ({detail}), so the copy is damaged or cut short: "
         + FOCUS_FIX

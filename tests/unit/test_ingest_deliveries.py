@@ -9,9 +9,10 @@ import os
 from datetime import UTC, datetime, timedelta
 
 import pyarrow.parquet as pq
+from builders import ingest_with
 from test_ingest_aws import EXPORT, PERIOD, config_for, cur_table, write_export
 
-from pipeline.ingest.aws_cur2 import ingest_aws_exports
+from pipeline.ingest.aws.cur2 import ingest_aws_exports
 from pipeline.warehouse.raw_store import RawStore
 
 
@@ -25,11 +26,11 @@ def test_a_later_delivery_of_an_older_period_replaces_only_that_period(tmp_path)
     write_export(root, {"nov.parquet": cur_table(period="2026-11")}, period="2026-11",
                  execution_id="nov-1")  # fmt: skip
     config = config_for(tmp_path, root)
-    ingest_aws_exports(config)
+    ingest_with(ingest_aws_exports, config)
     (root / "data" / f"BILLING_PERIOD={PERIOD}" / "oct.parquet").unlink()
     write_export(root, {"oct-restated.parquet": cur_table(rows=7)}, execution_id="oct-2")
 
-    deliveries = ingest_aws_exports(config)
+    deliveries = ingest_with(ingest_aws_exports, config)
 
     assert [(d.billing_period, d.delivery_id, d.new) for d in deliveries] == [
         ("2026-10", "oct-2", True),
@@ -41,14 +42,14 @@ def test_a_later_delivery_of_an_older_period_replaces_only_that_period(tmp_path)
 def test_an_older_delivery_is_ignored_with_a_note(tmp_path, caplog):
     root = write_export(tmp_path / "exports" / EXPORT, {"a.parquet": cur_table()})
     config = config_for(tmp_path, root)
-    [current] = ingest_aws_exports(config)
+    [current] = ingest_with(ingest_aws_exports, config)
     # A copy of an older refresh lands (say, a replication lag): its manifest is a day older.
     write_export(root, {"a.parquet": cur_table(rows=1)}, execution_id="exec-0000")
     day_before = (datetime.now(UTC) - timedelta(days=1)).timestamp()
     os.utime(manifest_path(root), (day_before, day_before))
 
     with caplog.at_level(logging.WARNING, logger="runcost"):
-        [delivery] = ingest_aws_exports(config)
+        [delivery] = ingest_with(ingest_aws_exports, config)
 
     assert delivery == dataclasses.replace(current, new=False)
     assert "delivery exec-0000 (delivered " in caplog.text
@@ -62,7 +63,7 @@ def test_an_older_create_new_refresh_is_ignored(tmp_path, caplog):
     write_export(root, {"x.parquet": cur_table()}, execution_id="new",
                  subfolder="20261005T000000Z-new")  # fmt: skip
     config = config_for(tmp_path, root)
-    ingest_aws_exports(config)
+    ingest_with(ingest_aws_exports, config)
     for path in sorted((root / "data").rglob("*"), reverse=True):
         path.unlink() if path.is_file() else path.rmdir()
     manifest_path(root).unlink()
@@ -70,7 +71,7 @@ def test_an_older_create_new_refresh_is_ignored(tmp_path, caplog):
                  subfolder="20261001T000000Z-old")  # fmt: skip
 
     with caplog.at_level(logging.WARNING, logger="runcost"):
-        [delivery] = ingest_aws_exports(config)
+        [delivery] = ingest_with(ingest_aws_exports, config)
 
     assert (delivery.delivery_id, delivery.new) == ("new", False)
     assert "delivery old (delivered 2026-10-01T00:00:00+00:00) is older" in caplog.text
@@ -79,9 +80,9 @@ def test_an_older_create_new_refresh_is_ignored(tmp_path, caplog):
 def test_superseded_deliveries_stay_until_the_retention_removes_them(tmp_path):
     root = write_export(tmp_path / "exports" / EXPORT, {"a.parquet": cur_table()})
     config = config_for(tmp_path, root)
-    [first] = ingest_aws_exports(config)
+    [first] = ingest_with(ingest_aws_exports, config)
     write_export(root, {"a.parquet": cur_table(rows=2)}, execution_id="exec-0002")
-    [second] = ingest_aws_exports(config)
+    [second] = ingest_with(ingest_aws_exports, config)
     assert first.folder.is_dir()  # default retention: 90 days
     current = json.loads((second.folder.parent / "current.json").read_text())
     assert list(current["superseded"]) == ["exec-0001"]
@@ -98,10 +99,10 @@ def test_superseded_deliveries_stay_until_the_retention_removes_them(tmp_path):
 def test_zero_retention_removes_the_superseded_delivery_at_once(tmp_path):
     root = write_export(tmp_path / "exports" / EXPORT, {"a.parquet": cur_table()})
     config = dataclasses.replace(config_for(tmp_path, root), raw_retention_days=0)
-    [first] = ingest_aws_exports(config)
+    [first] = ingest_with(ingest_aws_exports, config)
     write_export(root, {"a.parquet": cur_table(rows=2)}, execution_id="exec-0002")
 
-    [second] = ingest_aws_exports(config)
+    [second] = ingest_with(ingest_aws_exports, config)
 
     assert not first.folder.exists()
     assert [p.name for p in second.folder.parent.glob("delivery=*")] == ["delivery=exec-0002"]

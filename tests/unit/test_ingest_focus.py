@@ -11,12 +11,13 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from builders import ingest_with
 from focus_world import HEADER_1_0, row, write_azure_parquet, write_mixed_csv
 
 from pipeline.common.errors import ConfigError, InputError
 from pipeline.config.loader import Config, parse_config
-from pipeline.ingest.focus_files import ingest_focus_files
-from pipeline.run.sources import register_focus
+from pipeline.ingest.focus.files import ingest_focus_files
+from pipeline.ingest.focus.raw import register_focus
 from pipeline.warehouse.raw_store import DELIVERY_FILE, Delivery
 
 
@@ -55,7 +56,7 @@ def assert_nothing_stored(tmp_path: Path) -> None:
 
 def test_the_sample_layout_reads_as_focus_1_0_split_by_billing_period(tmp_path: Path) -> None:
     write_mixed_csv(tmp_path / "focus" / "sample.csv")
-    deliveries = ingest_focus_files(config(tmp_path, "focus/sample.csv"))
+    deliveries = ingest_with(ingest_focus_files, config(tmp_path, "focus/sample.csv"))
     assert [(item.provider, item.export, item.billing_period) for item in deliveries] == [
         ("focus", "sample", "2026-09"),
         ("focus", "sample", "2026-10"),
@@ -99,7 +100,7 @@ def test_the_version_is_detected_from_the_columns(tmp_path: Path, extra, version
     line = row("AWS", 10, BilledCost="1.5", EffectiveCost="1.5", ListCost="1.5") | extra
     write_mixed_csv(tmp_path / "f.csv", [line])
     caplog.set_level("INFO", logger="runcost")
-    (delivery,) = ingest_focus_files(config(tmp_path, "f.csv"))
+    (delivery,) = ingest_with(ingest_focus_files, config(tmp_path, "f.csv"))
     assert f"FOCUS {version}, 1 rows" in caplog.text
     invoice = raw_rows([delivery], 'select "InvoiceId" from raw.focus_billing')
     assert invoice == [("I-1" if version in ("1.2", "1.3") else None,)]
@@ -112,7 +113,7 @@ def test_a_1_3_file_names_its_provider_in_service_provider_name(tmp_path: Path) 
     line = row("AWS", 10, ServiceProviderName="Acme GPU Cloud", HostProviderName="AWS")
     del line["ProviderName"]
     write_mixed_csv(tmp_path / "f.csv", [line])
-    (delivery,) = ingest_focus_files(config(tmp_path, "f.csv"))
+    (delivery,) = ingest_with(ingest_focus_files, config(tmp_path, "f.csv"))
     got = raw_rows(
         [delivery],
         'select "ProviderName", "ServiceProviderName", "HostProviderName" from raw.focus_billing',
@@ -132,7 +133,7 @@ def test_older_names_and_other_spellings_are_read(tmp_path: Path) -> None:
         '"{""k"": true}"\n'
     )
     write_text(tmp_path / "old.csv", text)
-    (delivery,) = ingest_focus_files(config(tmp_path, "old.csv"))
+    (delivery,) = ingest_with(ingest_focus_files, config(tmp_path, "old.csv"))
     got = raw_rows(
         [delivery],
         'select "EffectiveCost", "ChargeCategory", "ConsumedQuantity", "RegionId", '
@@ -146,7 +147,7 @@ def test_older_names_and_other_spellings_are_read(tmp_path: Path) -> None:
 def test_typed_parquet_is_read_and_provider_name_can_be_set(tmp_path: Path) -> None:
     write_azure_parquet(tmp_path / "azure" / "part-1.parquet")
     source = {"path": "azure/*.parquet", "name": "azure", "provider_name": "Azure"}
-    (delivery,) = ingest_focus_files(config(tmp_path, source))
+    (delivery,) = ingest_with(ingest_focus_files, config(tmp_path, source))
     assert (delivery.export, delivery.billing_period) == ("azure", "2026-10")
     got = raw_rows(
         [delivery],
@@ -176,7 +177,7 @@ def test_parquet_maps_doubles_and_naive_timestamps_are_read(tmp_path: Path) -> N
         }
     )
     pq.write_table(table, tmp_path / "typed.parquet")
-    (delivery,) = ingest_focus_files(config(tmp_path, "typed.parquet"))
+    (delivery,) = ingest_with(ingest_focus_files, config(tmp_path, "typed.parquet"))
     got = raw_rows(
         [delivery],
         'select "BilledCost", "Tags", "ChargePeriodStart" from raw.focus_billing order by 1',
@@ -197,15 +198,15 @@ def test_unchanged_files_reuse_their_delivery_and_a_change_replaces_only_its_per
 ) -> None:
     path = write_mixed_csv(tmp_path / "focus" / "a.csv")
     settings = config(tmp_path, "focus")
-    first = ingest_focus_files(settings)
-    again = ingest_focus_files(settings)
+    first = ingest_with(ingest_focus_files, settings)
+    again = ingest_with(ingest_focus_files, settings)
     assert [item.delivery_id for item in again] == [item.delivery_id for item in first]
     assert not any(item.new for item in again)
     # a file for another month arrives: the existing periods keep their deliveries
     write_mixed_csv(
         tmp_path / "focus" / "b.csv", [row("AWS", 11, BilledCost="1", EffectiveCost="1")]
     )
-    third = ingest_focus_files(settings)
+    third = ingest_with(ingest_focus_files, settings)
     assert [(item.billing_period, item.new) for item in third] == [
         ("2026-09", False),
         ("2026-10", False),
@@ -213,13 +214,13 @@ def test_unchanged_files_reuse_their_delivery_and_a_change_replaces_only_its_per
     ]
     # a.csv changes: both of its periods are stored afresh
     path.write_text(path.read_text(encoding="utf-8").replace("32.7726", "32.7727"), "utf-8")
-    fourth = ingest_focus_files(settings)
+    fourth = ingest_with(ingest_focus_files, settings)
     assert [item.new for item in fourth] == [True, True, False]
     assert fourth[1].delivery_id != first[1].delivery_id
 
 
 def test_no_focus_source_gives_an_empty_typed_relation(tmp_path: Path) -> None:
-    assert ingest_focus_files(config(tmp_path)) == []
+    assert ingest_with(ingest_focus_files, config(tmp_path)) == []
     con = duckdb.connect()
     con.execute("create schema raw")
     register_focus(con, [])
@@ -238,7 +239,7 @@ def test_a_missing_required_column_is_named_with_the_version(tmp_path: Path) -> 
     del line["BillingCurrency"]
     write_mixed_csv(tmp_path / "f.csv", [line])
     with pytest.raises(InputError) as error:
-        ingest_focus_files(config(tmp_path, "f.csv"))
+        ingest_with(ingest_focus_files, config(tmp_path, "f.csv"))
     message = str(error.value)
     assert "f.csv: FOCUS 1.2 file (detected from its columns)" in message
     assert "lacks the required column BillingCurrency" in message
@@ -265,7 +266,7 @@ def test_an_unparseable_value_names_row_and_column(
     rows = [row("AWS", 10, **blank), row("AWS", 10, **blank), row("AWS", 10, **{column: value})]
     write_mixed_csv(tmp_path / "focus" / "f.csv", rows)
     with pytest.raises(InputError) as error:
-        ingest_focus_files(config(tmp_path, "focus"))
+        ingest_with(ingest_focus_files, config(tmp_path, "focus"))
     message = str(error.value)
     assert f"f.csv: row 3 (after the header), column {column}: {expected}" in message
     assert "fix the value in the export" in message.lower()
@@ -278,7 +279,7 @@ def test_a_file_that_is_not_focus_is_refused(tmp_path: Path) -> None:
         "line_item_unblended_cost,line_item_usage_start_date,bill_payer_account_id\n1,x,y\n",
     )
     with pytest.raises(InputError) as error:
-        ingest_focus_files(config(tmp_path, "cur.csv"))
+        ingest_with(ingest_focus_files, config(tmp_path, "cur.csv"))
     message = str(error.value)
     assert "cur.csv: no FOCUS version recognised" in message
     assert "not a FOCUS 1.0-1.3 Cost and Usage column set" in message
@@ -289,7 +290,7 @@ def test_a_row_without_billing_currency_is_refused(tmp_path: Path) -> None:
     rows = [row("AWS", 10), row("AWS", 10, BillingCurrency="NULL")]
     write_mixed_csv(tmp_path / "f.csv", rows)
     with pytest.raises(InputError) as error:
-        ingest_focus_files(config(tmp_path, "f.csv"))
+        ingest_with(ingest_focus_files, config(tmp_path, "f.csv"))
     assert "f.csv: row 2 (after the header), column BillingCurrency: is empty" in str(error.value)
     assert_nothing_stored(tmp_path)
 
@@ -297,7 +298,7 @@ def test_a_row_without_billing_currency_is_refused(tmp_path: Path) -> None:
 def test_mixed_currencies_in_one_account_and_period_are_fine(tmp_path: Path) -> None:
     rows = [row("AWS", 10, BilledCost="1"), row("AWS", 10, BillingCurrency="EUR", BilledCost="2")]
     write_mixed_csv(tmp_path / "f.csv", rows)
-    (delivery,) = ingest_focus_files(config(tmp_path, "f.csv"))
+    (delivery,) = ingest_with(ingest_focus_files, config(tmp_path, "f.csv"))
     got = raw_rows(
         [delivery],
         'select "BillingCurrency", sum("BilledCost") from raw.focus_billing group by 1 order by 1',
@@ -307,7 +308,7 @@ def test_mixed_currencies_in_one_account_and_period_are_fine(tmp_path: Path) -> 
 
 def test_a_path_matching_no_file_is_refused(tmp_path: Path) -> None:
     with pytest.raises(InputError, match=r"focus/\*\.csv: focus.files entry 'focus' matches no"):
-        ingest_focus_files(config(tmp_path, "focus/*.csv"))
+        ingest_with(ingest_focus_files, config(tmp_path, "focus/*.csv"))
 
 
 # --- configuration -------------------------------------------------------------------------
@@ -321,13 +322,13 @@ def test_focus_files_names_each_source(tmp_path: Path) -> None:
         "exports/aws-focus",
         {"path": "more/*.parquet", "name": "gcp", "provider_name": "Google Cloud"},
     )
-    assert [(item.name, item.provider_name) for item in settings.focus_sources] == [
+    assert [(item.name, item.provider_name) for item in settings.providers["focus"]] == [
         ("azure", None),
         ("focus_2026", None),
         ("aws-focus", None),
         ("gcp", "Google Cloud"),
     ]
-    assert settings.focus_sources[0].pattern == str(tmp_path / "exports/azure/*.csv")
+    assert settings.providers["focus"][0].pattern == str(tmp_path / "exports/azure/*.csv")
 
 
 @pytest.mark.parametrize(
@@ -366,7 +367,7 @@ def test_a_large_parquet_file_is_stored_in_its_row_order_within_memory_limit(
     )
     con.close()
     settings = {"focus": {"files": ["focus/big.parquet"]}, "warehouse": {"memory_limit": "256MB"}}
-    deliveries = ingest_focus_files(parse_config(settings, base=tmp_path))
+    deliveries = ingest_with(ingest_focus_files, parse_config(settings, base=tmp_path))
     assert [item.billing_period for item in deliveries] == ["2026-09", "2026-10"]
     for item in deliveries:
         [part] = item.files
@@ -396,6 +397,6 @@ def test_a_full_disk_while_a_csv_is_streamed_is_not_blamed_on_the_csv(
 
     monkeypatch.setattr(pq.ParquetWriter, "write_batch", full)
     with pytest.raises(OSError) as error:
-        ingest_focus_files(config(tmp_path, "focus/sample.csv"))
+        ingest_with(ingest_focus_files, config(tmp_path, "focus/sample.csv"))
     assert not isinstance(error.value, InputError) and error.value.errno == errno.ENOSPC
     assert_nothing_stored(tmp_path)

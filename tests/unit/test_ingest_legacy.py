@@ -14,11 +14,12 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from builders import ingest_with
 from test_ingest_aws import config_for, raw_files
 
 from pipeline.common.errors import InputError
-from pipeline.ingest.aws_cur2 import ingest_aws_exports
-from pipeline.ingest.legacy_cur import LEGACY_COLUMNS, cur_tag_key, map_header, snake
+from pipeline.ingest.aws.cur2 import ingest_aws_exports
+from pipeline.ingest.aws.legacy import LEGACY_COLUMNS, cur_tag_key, map_header, snake
 from schemas import aws_cur2
 
 REPORT = "legacy-report"
@@ -124,7 +125,7 @@ def test_legacy_csv_is_ingested_as_cur2(tmp_path, caplog, packing):
     root = write_legacy(tmp_path / "exports" / REPORT, name, content)
 
     with caplog.at_level(logging.WARNING, logger="runcost"):
-        [delivery] = ingest_aws_exports(config_for(tmp_path, root))
+        [delivery] = ingest_with(ingest_aws_exports, config_for(tmp_path, root))
 
     assert (delivery.export, delivery.billing_period, delivery.delivery_id) == (
         REPORT, "2023-11", "asm-1",
@@ -171,7 +172,7 @@ def test_legacy_parquet_with_snake_case_columns_is_mapped(tmp_path):
         tmp_path / "exports" / REPORT, f"{REPORT}-1.snappy.parquet", buffer.getvalue()
     )
 
-    [delivery] = ingest_aws_exports(config_for(tmp_path, root))
+    [delivery] = ingest_with(ingest_aws_exports, config_for(tmp_path, root))
 
     rows = pq.read_table(delivery.files[0]).to_pylist()
     assert [row["resource_tags"] for row in rows] == [[("user_attempt_id", "att-9")], []]
@@ -192,7 +193,7 @@ def test_legacy_csv_without_resource_ids_names_the_setting(tmp_path):
     )
 
     with pytest.raises(InputError) as error:
-        ingest_aws_exports(config_for(tmp_path, root))
+        ingest_with(ingest_aws_exports, config_for(tmp_path, root))
 
     assert "r.csv.gz: column line_item_resource_id is missing" in str(error.value)
     assert 'enable "Include resource IDs"' in str(error.value)

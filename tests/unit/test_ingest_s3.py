@@ -9,14 +9,16 @@ from typing import Any
 import boto3
 import pytest
 from botocore.stub import Stubber
+from builders import ingest_with
 from test_ingest_aws import EXPORT, PERIOD, cur_table, raw_files, write_export
 
 from pipeline.common.errors import InputError
 from pipeline.config.loader import Config
-from pipeline.ingest import s3_source
-from pipeline.ingest.aws_cur2 import ingest_aws_exports
+from pipeline.ingest.aws import s3_source
+from pipeline.ingest.aws.cur2 import ingest_aws_exports
+from pipeline.ingest.aws.s3_source import S3ExportSource
+from pipeline.ingest.aws.settings import AwsSettings
 from pipeline.ingest.export_source import SourceFile
-from pipeline.ingest.s3_source import S3ExportSource
 
 BUCKET = "billing-bucket"
 LOCATION = f"s3://{BUCKET}/cur/{EXPORT}"
@@ -32,7 +34,9 @@ def upload(client: Any, root: Path) -> None:
 
 def s3_config(tmp_path: Path, url: str, **changes: Any) -> Config:
     config = Config(
-        path=None, warehouse=tmp_path / "warehouse", aws_exports=(LOCATION,), aws_endpoint_url=url
+        path=None,
+        warehouse=tmp_path / "warehouse",
+        providers={"aws": AwsSettings(exports=(LOCATION,), endpoint_url=url)},
     )
     return dataclasses.replace(config, **changes)
 
@@ -45,7 +49,7 @@ def test_s3_delivery_is_downloaded_once_and_verified(tmp_path, s3):
     upload(client, local)
     config = s3_config(tmp_path, url)
 
-    [first] = ingest_aws_exports(config)
+    [first] = ingest_with(ingest_aws_exports, config)
 
     data = f"cur/{EXPORT}/data/BILLING_PERIOD={PERIOD}"
     manifest = f"cur/{EXPORT}/metadata/BILLING_PERIOD={PERIOD}/{EXPORT}-Manifest.json"
@@ -58,7 +62,7 @@ def test_s3_delivery_is_downloaded_once_and_verified(tmp_path, s3):
         )
 
     gets.clear()
-    [again] = ingest_aws_exports(config)
+    [again] = ingest_with(ingest_aws_exports, config)
     assert gets == []
     assert again == dataclasses.replace(first, new=False)
 
@@ -77,7 +81,7 @@ def test_create_new_mode_takes_the_newest_complete_refresh(tmp_path, s3):
                  subfolder="20261004T010000Z-ccc")  # fmt: skip
     upload(client, root)
 
-    [delivery] = ingest_aws_exports(s3_config(tmp_path, url))
+    [delivery] = ingest_with(ingest_aws_exports, s3_config(tmp_path, url))
 
     assert delivery.delivery_id == "bbb"
     assert [p.relative_to(delivery.folder).as_posix() for p in delivery.files] == [
@@ -95,7 +99,7 @@ def test_a_missing_listed_object_is_named(tmp_path, s3):
         ),
     )
     with pytest.raises(InputError) as error:
-        ingest_aws_exports(s3_config(tmp_path, url))
+        ingest_with(ingest_aws_exports, s3_config(tmp_path, url))
     message = str(error.value)
     assert f"{EXPORT}-Manifest.json: lists s3://billing-bucket/cur/data/{EXPORT}/" in message
     assert (
@@ -117,9 +121,11 @@ def stubbed(operation: str, code: str = "AccessDenied") -> Any:
 
 def test_list_denied_names_s3_listbucket_and_the_bucket(tmp_path, monkeypatch):
     monkeypatch.setattr(s3_source, "make_client", lambda *args: stubbed("list_objects_v2"))
-    config = Config(path=None, warehouse=tmp_path / "warehouse", aws_exports=(LOCATION,))
+    config = Config(
+        path=None, warehouse=tmp_path / "warehouse", providers={"aws": AwsSettings((LOCATION,))}
+    )
     with pytest.raises(InputError) as error:
-        ingest_aws_exports(config)
+        ingest_with(ingest_aws_exports, config)
     message = str(error.value)
     assert message.startswith(f"s3://{BUCKET}/cur/{EXPORT}/metadata/: access denied (AccessDenied)")
     assert (

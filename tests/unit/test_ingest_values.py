@@ -10,11 +10,12 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from builders import ingest_with
 from test_ingest_aws import EXPORT, PERIOD, config_for, cur_table, raw_files, write_export
 from test_ingest_csv import csv_bytes, write_csv_export
 
 from pipeline.common.errors import InputError
-from pipeline.ingest.aws_cur2 import ingest_aws_exports
+from pipeline.ingest.aws.cur2 import ingest_aws_exports
 
 DATA = f"data/BILLING_PERIOD={PERIOD}"
 
@@ -33,7 +34,7 @@ def with_values(table: pa.Table, column: str, values: dict[int, object], kind=No
 
 def ingest_one(tmp_path: Path, table: pa.Table, **kwargs) -> Path:
     root = write_export(tmp_path / "exports" / EXPORT, {"part-0.parquet": table}, **kwargs)
-    ingest_aws_exports(config_for(tmp_path, root))
+    ingest_with(ingest_aws_exports, config_for(tmp_path, root))
     return root
 
 
@@ -97,7 +98,7 @@ def test_csv_cells_that_are_not_numbers_are_named_by_line(tmp_path: Path):
     text = csv_bytes(with_values(table, "line_item_unblended_cost", {1: "$1.00"}, pa.string()))
     root = write_csv_export(tmp_path / "exports" / EXPORT, {"part-0.csv.gz": text})
     with pytest.raises(InputError) as caught:
-        ingest_aws_exports(config_for(tmp_path, root))
+        ingest_with(ingest_aws_exports, config_for(tmp_path, root))
     assert str(caught.value).startswith(str(root / DATA / "part-0.csv.gz"))
     assert ": line 3, column line_item_unblended_cost: '$1.00' is refused" in str(caught.value)
     assert raw_files(tmp_path) == []
@@ -107,7 +108,7 @@ def test_csv_nan_is_refused_by_its_line(tmp_path: Path):
     text = csv_bytes(with_values(cur_table(), "line_item_unblended_cost", {2: "NaN"}, pa.string()))
     root = write_csv_export(tmp_path / "exports" / EXPORT, {"part-0.csv.gz": text})
     with pytest.raises(InputError, match=r": line 4, column line_item_unblended_cost: 'nan'"):
-        ingest_aws_exports(config_for(tmp_path, root))
+        ingest_with(ingest_aws_exports, config_for(tmp_path, root))
     assert raw_files(tmp_path) == []
 
 
@@ -137,7 +138,7 @@ def test_one_line_item_in_several_hours_or_files_is_not_a_duplicate(tmp_path: Pa
     # AWS makes the id unique only within a partition: the same id in two files is fine
     other = with_values(cur_table(rows=3), "line_item_unblended_cost", {0: 9.0})
     root = write_export(tmp_path / "exports" / EXPORT, {"a.parquet": hours, "b.parquet": other})
-    (delivery,) = ingest_aws_exports(config_for(tmp_path, root))
+    (delivery,) = ingest_with(ingest_aws_exports, config_for(tmp_path, root))
     assert sum(pq.read_metadata(path).num_rows for path in delivery.files) == 6
 
 
@@ -151,7 +152,7 @@ def test_a_stray_copy_of_a_data_file_is_refused(tmp_path: Path, manifest: bool):
     )
     shutil.copyfile(root / DATA / "part-0.parquet", root / DATA / "part-0 (copy).parquet")
     with pytest.raises(InputError) as caught:
-        ingest_aws_exports(config_for(tmp_path, root))
+        ingest_with(ingest_aws_exports, config_for(tmp_path, root))
     message = str(caught.value)
     # the manifest's order, or name order without one (where the copy sorts first)
     copy, original = root / DATA / "part-0 (copy).parquet", root / DATA / "part-0.parquet"
@@ -170,7 +171,7 @@ def deliver(tmp_path: Path, table: pa.Table, execution_id: str, allow=()) -> str
     root = tmp_path / "exports" / EXPORT
     shutil.rmtree(root, ignore_errors=True)
     write_export(root, {"part-0.parquet": table}, execution_id=execution_id)
-    (delivery,) = ingest_aws_exports(config_for(tmp_path, root), allow_shrink=allow)
+    (delivery,) = ingest_with(ingest_aws_exports, config_for(tmp_path, root), allow_shrink=allow)
     return delivery.delivery_id
 
 
@@ -210,7 +211,7 @@ def test_an_open_period_may_shrink(tmp_path: Path):
 
 def test_a_usage_quantity_may_pass_the_money_limit_but_not_1e25(tmp_path: Path):
     big = with_values(cur_table(), "line_item_usage_amount", {1: 1.9e15})  # byte-seconds, say
-    (delivery,) = ingest_aws_exports(config_for(tmp_path, ingest_root(tmp_path, big)))
+    (delivery,) = ingest_with(ingest_aws_exports, config_for(tmp_path, ingest_root(tmp_path, big)))
     assert pq.read_table(delivery.files[0]).column("line_item_usage_amount")[1].as_py() == 1.9e15
     huge = with_values(cur_table(), "line_item_usage_amount", {2: 1e25})
     with pytest.raises(InputError, match=r"row 3, column line_item_usage_amount: '1e\+25' is ref"):

@@ -431,7 +431,7 @@ def test_the_gcp_reader_reads_a_float64_amount_by_the_same_rule() -> None:
     their own digits."""
     import pyarrow as pa
 
-    from pipeline.run.sources import _gcp_expr
+    from pipeline.ingest.gcp.raw import _gcp_expr
 
     wanted = MONEY_ARROW
     assert _gcp_expr("t.cost", "cost", wanted, pa.float64()) == expand_macros(

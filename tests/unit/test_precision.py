@@ -10,13 +10,14 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 import pytest
+from builders import ingest_with
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_gcp_files import config, row, write_ndjson
 from test_ingest_aws import EXPORT, config_for, cur_table, write_export
 
-from pipeline.ingest.aws_cur2 import ingest_aws_exports
-from pipeline.ingest.gcp_files import ingest_gcp_files
+from pipeline.ingest.aws.cur2 import ingest_aws_exports
+from pipeline.ingest.gcp.files import ingest_gcp_files
 from pipeline.ingest.precision import may_round, rounding
 
 
@@ -66,7 +67,7 @@ def test_aws_money_beyond_10_decimals_is_logged(
     )
     root = write_export(tmp_path / "exports" / EXPORT, {"a.parquet": table})
     with caplog.at_level(logging.INFO, logger="runcost"):
-        ingest_aws_exports(config_for(tmp_path, root))
+        ingest_with(ingest_aws_exports, config_for(tmp_path, root))
     assert (
         "2 money values carry more than 10 decimal places (largest rounding difference "
         "0.00000000004)" in caplog.text  # 1.00000000004 (0.123456789012 is off by 1.2e-11)
@@ -77,7 +78,7 @@ def test_aws_money_of_10_decimals_or_fewer_is_not_noted(
     tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The bad-value scan flags no value of this delivery, so the note reads nothing."""
-    from pipeline.ingest import cur_validate
+    from pipeline.ingest.aws import validate as cur_validate
 
     table = cur_table(rows=3)
     costs = pa.array([0.5, 0.1234567891, 12345678.25], pa.float64())
@@ -88,7 +89,7 @@ def test_aws_money_of_10_decimals_or_fewer_is_not_noted(
     noted: list[str] = []
     monkeypatch.setattr(cur_validate, "note_rounding", lambda *args: noted.append(args[-1]))
     with caplog.at_level(logging.INFO, logger="runcost"):
-        ingest_aws_exports(config_for(tmp_path, root))
+        ingest_with(ingest_aws_exports, config_for(tmp_path, root))
     assert noted == [] and "decimal places" not in caplog.text
 
 
@@ -98,7 +99,7 @@ def test_gcp_money_and_credits_beyond_10_decimals_are_logged(
     credits = [{"name": "Promo", "amount": "-0.12345678901234", "type": "PROMOTION"}]
     write_ndjson(tmp_path / "gcp" / "a.json", [row(), row(cost=0.350000000001, credits=credits)])
     with caplog.at_level(logging.INFO, logger="runcost"):
-        ingest_gcp_files(config(tmp_path, "gcp/*.json"))
+        ingest_with(ingest_gcp_files, config(tmp_path, "gcp/*.json"))
     assert (
         "a.json: 2 money values carry more than 10 decimal places (largest rounding "
         "difference 0.00000000001234)" in caplog.text

@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pipeline.ingest.cur_manifest import parse_manifest
+from pipeline.ingest.aws.manifest import parse_manifest
 from pipeline.scenario import write_scenario
 from pipeline.scenario.cur_writer import CurLine, write_cur_delivery, write_cur_parquet
 from pipeline.scenario.oracle import OraclePool, compute, cost_bases, split

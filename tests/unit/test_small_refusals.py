@@ -5,13 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from builders import ingest_with
 from test_ingest_s3 import LOCATION, s3_config
 
 from pipeline.common.errors import ConfigError, InputError, RuncostError, redact_urls
 from pipeline.config.periods import parse_period_settings
 from pipeline.config.pools import COST_LINE_COLUMNS, validate_condition
-from pipeline.ingest.aws_cur2 import ingest_aws_exports
-from pipeline.ingest.s3_source import S3ExportSource
+from pipeline.ingest.aws.cur2 import ingest_aws_exports
+from pipeline.ingest.aws.s3_source import S3ExportSource
 
 
 @pytest.mark.parametrize(
@@ -46,7 +47,7 @@ def test_a_price_per_hour_beyond_any_instance_is_refused(tmp_path: Path, price):
 def test_an_s3_prefix_with_no_objects_is_an_error(tmp_path: Path, s3):
     url, _client, _keys = s3  # the bucket exists and is empty
     with pytest.raises(InputError) as caught:
-        ingest_aws_exports(s3_config(tmp_path, url))
+        ingest_with(ingest_aws_exports, s3_config(tmp_path, url))
     assert str(caught.value).startswith(f"{LOCATION}: the export holds no files; ")
     assert not (tmp_path / "warehouse" / "raw").exists()
 

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from pipeline.cli.app import main
 from pipeline.common.errors import InputError
-from pipeline.ingest.aws_tags import check_tag_keys, list_cost_allocation_tags
+from pipeline.ingest.aws.tags import check_tag_keys, list_cost_allocation_tags
 from pipeline.warehouse.snapshots import open_database
 
 ATTEMPT_KEYS = ("attempt-id",)

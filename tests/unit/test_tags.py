@@ -9,7 +9,7 @@ import pytest
 
 from pipeline.common.errors import ConfigError
 from pipeline.config.loader import load_config
-from pipeline.config.tags import aws_tag_cur_key, cur_tag_key, cur_tag_keys, gcp_label_problem
+from pipeline.ingest.tag_keys import aws_tag_cur_key, cur_tag_key, cur_tag_keys, gcp_label_problem
 from pipeline.run.settings import write_pool_settings
 
 

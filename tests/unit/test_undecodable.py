@@ -10,6 +10,7 @@ from pathlib import Path
 import duckdb
 import pyarrow.parquet as pq
 import pytest
+from builders import ingest_with
 from damaged_pages import BAD_PAGE, break_page
 from focus_world import write_azure_parquet
 from test_gcp_files import config as gcp_config
@@ -19,10 +20,10 @@ from test_ingest_focus import config as focus_config
 
 from pipeline.common.duck import connect
 from pipeline.common.errors import InputError
-from pipeline.ingest.aws_cur2 import ingest_aws_exports
-from pipeline.ingest.focus_files import ingest_focus_files
-from pipeline.ingest.gcp_files import ingest_gcp_files
-from pipeline.ingest.gcp_ndjson import read_ndjson
+from pipeline.ingest.aws.cur2 import ingest_aws_exports
+from pipeline.ingest.focus.files import ingest_focus_files
+from pipeline.ingest.gcp.files import ingest_gcp_files
+from pipeline.ingest.gcp.ndjson import read_ndjson
 from pipeline.run.sources import TELEMETRY_TABLES, register_sources
 from pipeline.telemetry.canonical import empty_table
 from pipeline.warehouse.raw_store import Delivery
@@ -49,7 +50,7 @@ def aws(tmp_path: Path) -> tuple[list[Delivery], Path]:
     write_export(root, {"x.parquet": cur_table(rows=50)})
     delivered = root / f"data/BILLING_PERIOD={PERIOD}/x.parquet"
     break_page(delivered, "product_instance_type")
-    return ingest_aws_exports(config_for(tmp_path, root)), delivered
+    return ingest_with(ingest_aws_exports, config_for(tmp_path, root)), delivered
 
 
 def gcp(tmp_path: Path) -> tuple[list[Delivery], Path]:
@@ -58,12 +59,12 @@ def gcp(tmp_path: Path) -> tuple[list[Delivery], Path]:
     path = tmp_path / "gcp" / "a.parquet"
     path.parent.mkdir()
     pq.write_table(table, path)
-    return ingest_gcp_files(gcp_config(tmp_path, "gcp/*.parquet")), path
+    return ingest_with(ingest_gcp_files, gcp_config(tmp_path, "gcp/*.parquet")), path
 
 
 def focus(tmp_path: Path) -> tuple[list[Delivery], Path]:
     path = write_azure_parquet(tmp_path / "focus" / "a.parquet")
-    return ingest_focus_files(focus_config(tmp_path, "focus/a.parquet")), path
+    return ingest_with(ingest_focus_files, focus_config(tmp_path, "focus/a.parquet")), path
 
 
 def test_a_delivered_cur_file_is_named_with_its_column_and_the_fix(tmp_path: Path) -> None:

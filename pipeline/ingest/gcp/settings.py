@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.common.errors import ConfigError
-from pipeline.config.values import is_url, string_list
+from pipeline.common.values import is_url, string_list
 
 
 @dataclass(frozen=True)
@@ -28,6 +28,18 @@ class GcpSettings:
 
 
 READ_APIS = ("auto", "storage", "rest")
+KEYS = frozenset(
+    {
+        "files",
+        "tables",
+        "billing_project",
+        "window_days",
+        "start_date",
+        "api_endpoint",
+        "read_api",
+        "storage_api_endpoint",
+    }
+)
 
 
 def _parse_gcp_files(section: dict[str, Any], base: Path, where: str) -> tuple[str, ...]:

@@ -13,23 +13,24 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline.common.errors import InputError
-from pipeline.config.loader import Config
-from pipeline.ingest.cur_convert import (
+from pipeline.ingest.aws.convert import (
     convert_all,
     file_format,
     needs_conversion,
     unreadable_footer,
 )
-from pipeline.ingest.cur_plan import Planned, periods, plan
-from pipeline.ingest.cur_validate import (
+from pipeline.ingest.aws.plan import Planned, periods, plan
+from pipeline.ingest.aws.settings import AwsSettings
+from pipeline.ingest.aws.validate import (
     check_columns,
     check_delivery,
     check_magic,
     check_period,
     note_extra_columns,
 )
-from pipeline.ingest.cur_values import DataFile, check_distinct_files, check_values
+from pipeline.ingest.aws.values import DataFile, check_distinct_files, check_values
 from pipeline.ingest.export_source import ExportSource, LocalExportSource, SourceFile
+from pipeline.ingest.provider import IngestContext
 from pipeline.ingest.redelivery import check_shrink
 from pipeline.warehouse.raw_store import Delivery, RawStore, safe_name, sha256_file
 
@@ -53,16 +54,18 @@ class _Staged:
     data: list[Path]  # the Parquet files queries will read
 
 
-def ingest_aws_exports(config: Config, allow_shrink: Iterable[str] = ()) -> list[Delivery]:
-    """Ingest every new delivery of config.aws_exports into raw/aws/; return the current ones.
+def ingest_aws_exports(
+    settings: AwsSettings, context: IngestContext, allow_shrink: Iterable[str] = ()
+) -> list[Delivery]:
+    """Ingest every new delivery of the [aws] exports into raw/aws/; return the current ones.
 
     ``allow_shrink``: periods whose re-delivery may empty or shrink them this once.
     """
-    store = RawStore(config.warehouse / "raw", PROVIDER)
-    sources = open_sources(config)
-    staging = config.warehouse / _STAGING / secrets.token_hex(4)
+    store = RawStore(context.warehouse / "raw", PROVIDER)
+    sources = open_sources(settings)
+    staging = context.warehouse / _STAGING / secrets.token_hex(4)
     try:
-        return _ingest(config, store, sources, staging, tuple(allow_shrink))
+        return _ingest(context, store, sources, staging, tuple(allow_shrink))
     finally:
         shutil.rmtree(staging, ignore_errors=True)
         if staging.parent.is_dir() and not any(staging.parent.iterdir()):
@@ -70,7 +73,7 @@ def ingest_aws_exports(config: Config, allow_shrink: Iterable[str] = ()) -> list
 
 
 def _ingest(
-    config: Config,
+    context: IngestContext,
     store: RawStore,
     sources: list[ExportSource],
     staging: Path,
@@ -102,7 +105,7 @@ def _ingest(
             elif planned.known:
                 raise InputError(f"{planned.where}: raw/ was modified: its delivery is missing")
             else:
-                staged.append(_stage(planned, staging / f"{len(staged):04d}", config))
+                staged.append(_stage(planned, staging / f"{len(staged):04d}", context))
     kept = [key for key in store.periods() if key not in shown]
     kept_ids = {key: store.current_delivery_id(*key) for key in kept}
     for (export, period), delivery_id in kept_ids.items():
@@ -140,7 +143,7 @@ def _ingest(
     # between storing a delivery and switching to it recovers on the next run.
     for (export, period), delivery_id in shown.items():
         store.set_current(export, period, delivery_id)
-    store.prune(config.raw_retention_days)
+    store.prune(context.raw_retention_days)
 
     current = {**{key: value for key, value in kept_ids.items() if value}, **shown}
     return [
@@ -149,12 +152,12 @@ def _ingest(
     ]
 
 
-def open_sources(config: Config) -> list[ExportSource]:
+def open_sources(settings: AwsSettings) -> list[ExportSource]:
     """One source per aws.exports entry: a local folder or s3://bucket/prefix/export-name."""
     sources: list[ExportSource] = []
     names: dict[str, str] = {}
-    for location in config.aws_exports:
-        source = _open_source(location, config)
+    for location in settings.exports:
+        source = _open_source(location, settings)
         if source.export_name in names:
             raise InputError(
                 f"{location}: has the same export name {source.export_name!r} as "
@@ -166,13 +169,11 @@ def open_sources(config: Config) -> list[ExportSource]:
     return sources
 
 
-def _open_source(location: str, config: Config) -> ExportSource:
+def _open_source(location: str, settings: AwsSettings) -> ExportSource:
     if location.startswith("s3://"):
-        from pipeline.ingest.s3_source import S3ExportSource  # boto3 only when S3 is used
+        from pipeline.ingest.aws.s3_source import S3ExportSource  # boto3 only when S3 is used
 
-        return S3ExportSource(
-            location, endpoint_url=config.aws_endpoint_url, region=config.aws_region
-        )
+        return S3ExportSource(location, endpoint_url=settings.endpoint_url, region=settings.region)
     if "://" in location:
         scheme = location.split("://", 1)[0]
         raise InputError(
@@ -215,7 +216,7 @@ def _is_older(store: RawStore, planned: Planned) -> bool:
     return True
 
 
-def _stage(planned: Planned, folder: Path, config: Config) -> _Staged:
+def _stage(planned: Planned, folder: Path, context: IngestContext) -> _Staged:
     """Download every file of a delivery, check it, and convert CSV and legacy CUR to Parquet."""
     source = planned.source
     folder.mkdir(parents=True)
@@ -255,13 +256,13 @@ def _stage(planned: Planned, folder: Path, config: Config) -> _Staged:
             converted_path.parent.mkdir(parents=True, exist_ok=True)
             to_convert.append((target, converted_path, where))
         else:
-            _check_parquet(target, where, planned.period, config)
+            _check_parquet(target, where, planned.period, context)
             parquet.append((target, where))
 
     check_distinct_files(downloaded, [str(item["sha256"]) for item in files])
 
     def check(schema: pa.Schema, where: str) -> None:
-        check_columns(schema, where, config)
+        check_columns(schema, where, context)
 
     results = convert_all(to_convert, check)
     converted_entries: list[dict[str, object]] = []
@@ -282,7 +283,7 @@ def _stage(planned: Planned, folder: Path, config: Config) -> _Staged:
         for (_s, _t, where), result in zip(to_convert, results, strict=True)
     ]
     may_round = check_values(checked or [DataFile(path, where) for path, where in parquet])
-    check_delivery(data_files, planned.where, planned.period, config, may_round)
+    check_delivery(data_files, planned.where, planned.period, context, may_round)
     if planned.manifest is not None:
         key, _file, content = planned.manifest
         if content is not None:
@@ -296,7 +297,7 @@ def check_magic_file(path: Path, where: str) -> None:
         check_magic(handle, path.stat().st_size, where)
 
 
-def _check_parquet(path: Path, where: str, period: str, config: Config) -> None:
+def _check_parquet(path: Path, where: str, period: str, context: IngestContext) -> None:
     """Check one CUR 2.0 Parquet file from its footer only: format, columns, types, period."""
     if file_format(path) != "parquet":
         check_magic_file(path, where)
@@ -305,6 +306,6 @@ def _check_parquet(path: Path, where: str, period: str, config: Config) -> None:
         schema = parquet.schema_arrow
     except (pa.ArrowException, OSError) as error:
         raise unreadable_footer(where, error) from error
-    check_columns(schema, where, config)
+    check_columns(schema, where, context)
     check_period(path, parquet.metadata, where, period)
     note_extra_columns(list(schema.names), where)

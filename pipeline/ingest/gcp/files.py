@@ -19,12 +19,13 @@ import pyarrow.parquet as pq
 
 from pipeline.common.duck import connect, literal
 from pipeline.common.errors import InputError
-from pipeline.config.loader import Config
-from pipeline.ingest.gcp_days import BATCH, PARTITION_COLUMNS, DayParts
-from pipeline.ingest.gcp_ndjson import FIX, export_schema
-from pipeline.ingest.gcp_ndjson_blocks import write_typed
-from pipeline.ingest.gcp_values import check_rows, is_final
+from pipeline.ingest.gcp.days import BATCH, PARTITION_COLUMNS, DayParts
+from pipeline.ingest.gcp.ndjson import FIX, export_schema
+from pipeline.ingest.gcp.ndjson_blocks import write_typed
+from pipeline.ingest.gcp.settings import GcpSettings
+from pipeline.ingest.gcp.values import check_rows, is_final
 from pipeline.ingest.precision import note_rounding
+from pipeline.ingest.provider import IngestContext
 from pipeline.ingest.redelivery import check_shrink
 from pipeline.ingest.value_rules import AFRESH, check_distinct_files
 from pipeline.warehouse.raw_store import Delivery, RawStore, sha256_file
@@ -48,24 +49,26 @@ class _Partition:
 _EXPORT_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 
 
-def ingest_gcp_files(config: Config, allow_shrink: Iterable[str] = ()) -> list[Delivery]:
+def ingest_gcp_files(
+    settings: GcpSettings, context: IngestContext, allow_shrink: Iterable[str] = ()
+) -> list[Delivery]:
     """Store each partition day of every gcp.files source in raw/gcp/; return the current ones.
 
     ``allow_shrink``: partition days (YYYY-MM-DD, or EXPORT/YYYY-MM-DD) whose files may hold
     far fewer rows than the stored day this once (redelivery.py).
     """
-    if not config.gcp.files:
+    if not settings.files:
         return []
-    store = RawStore(config.warehouse / "raw", PROVIDER)
-    sources = _sources(config.gcp.files)
-    staging = config.warehouse / _STAGING / secrets.token_hex(4)
+    store = RawStore(context.warehouse / "raw", PROVIDER)
+    sources = _sources(settings.files)
+    staging = context.warehouse / _STAGING / secrets.token_hex(4)
     try:
         # read and check every file first: an error leaves raw/ exactly as it was
         staging.mkdir(parents=True)
         parts = DayParts(staging / "parts")
         for export, paths in sources.items():
-            _read(export, paths, parts, staging, config)
-        return _store(store, parts, list(sources), config, tuple(allow_shrink))
+            _read(export, paths, parts, staging, context)
+        return _store(store, parts, list(sources), context, tuple(allow_shrink))
     finally:
         shutil.rmtree(staging, ignore_errors=True)
         if staging.parent.is_dir() and not any(staging.parent.iterdir()):
@@ -102,7 +105,9 @@ def _sources(patterns: tuple[str, ...]) -> dict[str, list[Path]]:
     return sources
 
 
-def _read(export: str, paths: list[Path], parts: DayParts, staging: Path, config: Config) -> None:
+def _read(
+    export: str, paths: list[Path], parts: DayParts, staging: Path, context: IngestContext
+) -> None:
     """Check each file of one export and split its rows by partition day into ``parts``."""
     months: dict[str, str] = {}
     check_distinct_files(
@@ -124,7 +129,7 @@ def _read(export: str, paths: list[Path], parts: DayParts, staging: Path, config
             _check_table(schema, file.metadata.num_rows, path)
             batches = _batches(file, schema, path, cast=names is not None)
             problem = parts.split(export, path, batches, schema.names)
-            con = connect(settings=config.duckdb_limits(staging / ".spill"))
+            con = connect(settings=context.duckdb_limits(staging / ".spill"))
             try:
                 source = f"read_parquet({literal(typed)}, file_row_number = true)"
                 check_rows(
@@ -242,7 +247,7 @@ def _store(
     store: RawStore,
     parts: DayParts,
     exports: list[str],
-    config: Config,
+    context: IngestContext,
     allow_shrink: tuple[str, ...],
 ) -> list[Delivery]:
     staged = []
@@ -262,7 +267,7 @@ def _store(
         check_shrink(
             store, partition.export, partition.day, delivery_id,
             [folder / item["name"] for item in files], f"gcp.files source {partition.export}",
-            allow_shrink, lambda stored: is_final(stored, now, config.periods.gcp_settle_days),
+            allow_shrink, lambda stored: is_final(stored, now, context.settle_days),
             "Google", "partition day",
         )  # fmt: skip
     new = set()
@@ -275,7 +280,7 @@ def _store(
             store.commit(*key, delivery_id, folder, files, [], record)
             new.add(key)
         store.set_current(*key, delivery_id)
-    store.prune(config.raw_retention_days)
+    store.prune(context.raw_retention_days)
     current = []
     for export, day in store.periods():
         if export not in exports:

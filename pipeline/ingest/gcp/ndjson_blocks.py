@@ -23,7 +23,7 @@ import pyarrow.compute as pc
 import pyarrow.json as pj
 import pyarrow.parquet as pq
 
-from pipeline.ingest.gcp_ndjson import export_schema, read_ndjson
+from pipeline.ingest.gcp.ndjson import export_schema, read_ndjson
 from schemas import gcp_billing
 
 # bytes of JSON per Arrow block (about 3,400 export rows): the reader parses blocks ahead on

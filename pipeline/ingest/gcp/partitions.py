@@ -11,8 +11,8 @@ from typing import Any
 
 from google.cloud import bigquery
 
-from pipeline.config.loader import GcpSettings
-from pipeline.ingest.gcp_bigquery_client import query
+from pipeline.ingest.gcp.bigquery_client import query
+from pipeline.ingest.gcp.settings import GcpSettings
 
 # The sum is taken over NUMERIC (exact, 9 decimals): a FLOAT64 sum can change in its last bits
 # from one run to the next as BigQuery adds in another order, which would re-fetch for nothing.

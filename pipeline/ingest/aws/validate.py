@@ -13,8 +13,8 @@ import pyarrow.parquet as pq
 
 from pipeline.common.duck import connect, literal
 from pipeline.common.errors import InputError
-from pipeline.config.loader import Config
 from pipeline.ingest.precision import note_rounding
+from pipeline.ingest.provider import IngestContext
 from schemas import aws_cur2
 
 PARQUET_HINT = (
@@ -46,12 +46,12 @@ def check_magic(handle: BinaryIO, size: int, where: str) -> None:
     raise InputError(f"{where}: not a Parquet file ({reason}); {PARQUET_HINT}")
 
 
-def check_columns(schema: pa.Schema, where: str, config: Config) -> None:
+def check_columns(schema: pa.Schema, where: str, context: IngestContext) -> None:
     names = set(schema.names)
     missing = [
         name
         for name in aws_cur2.REQUIRED
-        if name not in names and (config.resource_time or name != "line_item_resource_id")
+        if name not in names and (context.resource_time or name != "line_item_resource_id")
     ]
     if missing:
         also = f" (also missing: {', '.join(missing[1:])})" if len(missing) > 1 else ""
@@ -161,7 +161,7 @@ MONEY_COLUMNS = frozenset(
 
 
 def check_delivery(
-    files: list[Path], where: str, period: str, config: Config, may_round: bool = True
+    files: list[Path], where: str, period: str, context: IngestContext, may_round: bool = True
 ) -> None:
     """Refuse a delivery billed in several currencies; warn when its lines are daily; note its
     money of more than 10 decimal places unless ``may_round`` says none can have them."""
@@ -196,7 +196,7 @@ def check_delivery(
                     "use one export per payer account and currency"
                 )
         if (
-            config.resource_time
+            context.resource_time
             and {"line_item_usage_start_date", "line_item_usage_end_date"} <= names
         ):
             # the window in microseconds: an INTERVAL from subtracting the timestamps costs

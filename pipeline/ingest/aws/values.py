@@ -19,7 +19,7 @@ import duckdb
 from pipeline.common.duck import connect, identifier, literal
 from pipeline.common.errors import InputError
 from pipeline.ingest import precision, value_rules
-from pipeline.ingest.cur_validate import MONEY_COLUMNS
+from pipeline.ingest.aws.validate import MONEY_COLUMNS
 from pipeline.ingest.unreadable import reading
 from pipeline.ingest.value_rules import AFRESH, Rule
 from schemas import aws_cur2

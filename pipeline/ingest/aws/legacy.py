@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from pipeline.config.tags import aws_tag_cur_key
+from pipeline.ingest.tag_keys import aws_tag_cur_key
 from schemas import aws_cur2
 
 # One entry per legacy column that has a CUR 2.0 column of its own: (legacy CSV header, CUR 2.0

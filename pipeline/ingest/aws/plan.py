@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from pathlib import PurePosixPath
 
 from pipeline.common.errors import InputError
-from pipeline.ingest.cur_manifest import parse_manifest
+from pipeline.ingest.aws.manifest import parse_manifest
 from pipeline.ingest.export_source import ExportSource, SourceFile
 from pipeline.warehouse.raw_store import RawStore
 

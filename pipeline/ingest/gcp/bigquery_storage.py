@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 from google.api_core import exceptions as api_errors
 
 from pipeline.common.errors import InputError
-from pipeline.ingest.gcp_bigquery_table import ExportTable
+from pipeline.ingest.gcp.bigquery_table import ExportTable
 
 
 def row_restriction(day: date) -> str:

@@ -16,24 +16,25 @@ import pyarrow.parquet as pq
 from google.cloud import bigquery
 
 from pipeline.common.errors import InputError
-from pipeline.config.loader import Config
-from pipeline.ingest.gcp_bigquery_client import (
+from pipeline.ingest.gcp.bigquery_client import (
     job_project,
     make_client,
     make_read_client,
     query,
     translated,
 )
-from pipeline.ingest.gcp_bigquery_storage import stream_partition
-from pipeline.ingest.gcp_bigquery_table import ExportTable, inspect_table
-from pipeline.ingest.gcp_partitions import (
+from pipeline.ingest.gcp.bigquery_storage import stream_partition
+from pipeline.ingest.gcp.bigquery_table import ExportTable, inspect_table
+from pipeline.ingest.gcp.partitions import (
     Fingerprint,
     fetch_sql,
     fingerprints,
     partition_fingerprint,
     scan_range,
 )
-from pipeline.ingest.gcp_values import check_partition, is_final
+from pipeline.ingest.gcp.settings import GcpSettings
+from pipeline.ingest.gcp.values import check_partition, is_final
+from pipeline.ingest.provider import IngestContext
 from pipeline.ingest.redelivery import check_shrink
 from pipeline.warehouse.raw_store import DELIVERY_FILE, Delivery, RawStore
 
@@ -79,19 +80,27 @@ class GcpIngest:
 
 
 def ingest_gcp_tables(
-    config: Config, today: date | None = None, allow_shrink: Iterable[str] = ()
+    settings: GcpSettings,
+    context: IngestContext,
+    today: date | None = None,
+    allow_shrink: Iterable[str] = (),
 ) -> GcpIngest:
     """Fingerprint the recent daily partitions of every gcp.tables entry, re-read the new and
     changed ones whole, check them, and make them current in raw/gcp/ only once every one was
     read and checked. ``allow_shrink``: partitions (YYYY-MM-DD, or TABLE/YYYY-MM-DD) that may
     hold far fewer rows than the stored partition this once (redelivery.py)."""
-    if not config.gcp.tables:
+    if not settings.tables:
         return GcpIngest()
-    store = RawStore(config.warehouse / "raw", PROVIDER)
-    staging = config.warehouse / _STAGING / secrets.token_hex(4)
+    store = RawStore(context.warehouse / "raw", PROVIDER)
+    staging = context.warehouse / _STAGING / secrets.token_hex(4)
     try:
         return _ingest(
-            config, store, staging, today or datetime.now(UTC).date(), tuple(allow_shrink)
+            settings,
+            context,
+            store,
+            staging,
+            today or datetime.now(UTC).date(),
+            tuple(allow_shrink),
         )
     finally:
         shutil.rmtree(staging, ignore_errors=True)
@@ -100,9 +109,13 @@ def ingest_gcp_tables(
 
 
 def _ingest(
-    config: Config, store: RawStore, staging: Path, today: date, allow_shrink: tuple[str, ...]
+    settings: GcpSettings,
+    context: IngestContext,
+    store: RawStore,
+    staging: Path,
+    today: date,
+    allow_shrink: tuple[str, ...],
 ) -> GcpIngest:
-    settings = config.gcp
     clients: dict[str, bigquery.Client] = {}
     read_client = None
     staged: list[_Staged] = []
@@ -173,7 +186,7 @@ def _ingest(
         check_partition(data, f"{table_id}${item.day:%Y%m%d}")
         check_shrink(
             store, table_id, item.day.isoformat(), item.delivery_id, [data], table_id,
-            allow_shrink, lambda stored: is_final(stored, now, config.periods.gcp_settle_days),
+            allow_shrink, lambda stored: is_final(stored, now, context.settle_days),
             "Google", "partition",
         )  # fmt: skip
     for item in staged:
@@ -193,7 +206,7 @@ def _ingest(
         store.commit(export, period, item.delivery_id, item.folder, files, [], record)
     for item in staged:
         store.set_current(item.table.table_id, item.day.isoformat(), item.delivery_id)
-    store.prune(config.raw_retention_days)
+    store.prune(context.raw_retention_days)
 
     new = {(item.table.table_id, item.day.isoformat()) for item in staged}
     for export, period in store.periods():

@@ -19,8 +19,8 @@ import pyarrow.parquet as pq
 
 from pipeline.common.duck import connect, identifier, literal
 from pipeline.common.errors import InputError
-from pipeline.ingest.cur_values import FIX, WHOLE_COPY
-from pipeline.ingest.legacy_cur import LegacyHeader, is_legacy_header, map_header
+from pipeline.ingest.aws.legacy import LegacyHeader, is_legacy_header, map_header
+from pipeline.ingest.aws.values import FIX, WHOLE_COPY
 from pipeline.ingest.unreadable import GZIP_ERRORS, check_gzip, damaged
 from pipeline.ingest.utf8 import check_utf8
 from pipeline.ingest.value_rules import AFRESH, refused

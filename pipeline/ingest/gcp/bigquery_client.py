@@ -15,7 +15,7 @@ from google.auth.credentials import AnonymousCredentials
 from google.cloud import bigquery
 
 from pipeline.common.errors import ConfigError, InputError
-from pipeline.config.loader import GcpSettings
+from pipeline.ingest.gcp.settings import GcpSettings
 
 log = logging.getLogger("runcost")
 

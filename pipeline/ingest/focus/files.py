@@ -16,9 +16,9 @@ import duckdb
 
 from pipeline.common.duck import connect
 from pipeline.common.errors import InputError
-from pipeline.config.focus import DATA_SUFFIXES, FocusSource
-from pipeline.config.loader import Config
-from pipeline.ingest.focus_read import read_focus_file
+from pipeline.ingest.focus.read import read_focus_file
+from pipeline.ingest.focus.settings import DATA_SUFFIXES, FocusSource
+from pipeline.ingest.provider import IngestContext
 from pipeline.ingest.redelivery import check_shrink, invoiced
 from pipeline.ingest.value_rules import check_distinct_files
 from pipeline.warehouse.raw_store import Delivery, RawStore, sha256_file
@@ -40,21 +40,23 @@ class _Period:
     rows: int = 0
 
 
-def ingest_focus_files(config: Config, allow_shrink: Iterable[str] = ()) -> list[Delivery]:
+def ingest_focus_files(
+    sources: tuple[FocusSource, ...], context: IngestContext, allow_shrink: Iterable[str] = ()
+) -> list[Delivery]:
     """Ingest every configured FOCUS file set into raw/focus/<name>/; return current deliveries.
 
     ``allow_shrink``: billing periods (YYYY-MM, or NAME/YYYY-MM) whose files may hold far fewer
     rows than the stored period this once (redelivery.py).
     """
-    if not config.focus_sources:
+    if not sources:
         return []
-    store = RawStore(config.warehouse / "raw", PROVIDER)
-    staging = config.warehouse / _STAGING / f"focus-{secrets.token_hex(4)}"
+    store = RawStore(context.warehouse / "raw", PROVIDER)
+    staging = context.warehouse / _STAGING / f"focus-{secrets.token_hex(4)}"
     # DuckDB reads and types the files within memory_limit, spilling beside the staging
     staging.mkdir(parents=True)
-    con = connect(settings=config.duckdb_limits(staging / ".spill"))
+    con = connect(settings=context.duckdb_limits(staging / ".spill"))
     try:
-        return _ingest(config, store, con, staging, tuple(allow_shrink))
+        return _ingest(sources, context, store, con, staging, tuple(allow_shrink))
     finally:
         con.close()
         shutil.rmtree(staging, ignore_errors=True)
@@ -63,7 +65,8 @@ def ingest_focus_files(config: Config, allow_shrink: Iterable[str] = ()) -> list
 
 
 def _ingest(
-    config: Config,
+    sources: tuple[FocusSource, ...],
+    context: IngestContext,
     store: RawStore,
     con: duckdb.DuckDBPyConnection,
     staging: Path,
@@ -71,9 +74,9 @@ def _ingest(
 ) -> list[Delivery]:
     # Read and check every file first: an error leaves raw/ exactly as it was.
     staged: dict[tuple[str, str], _Period] = {}
-    listed = {source.name: list_files(source) for source in config.focus_sources}
+    listed = {source.name: list_files(source) for source in sources}
     _check_listed_once(listed)
-    for source in config.focus_sources:
+    for source in sources:
         for number, (path, relative) in enumerate(listed[source.name]):
             digest = sha256_file(path)
             scratch = staging / ".typed" / f"{source.name}-{number:05d}.parquet"
@@ -99,7 +102,7 @@ def _ingest(
 
     shown: dict[tuple[str, str], str] = {}
     new: set[tuple[str, str]] = set()
-    by_name = {source.name: source for source in config.focus_sources}
+    by_name = {source.name: source for source in sources}
     for (name, period), item in sorted(staged.items()):  # every check before the first commit
         shown[(name, period)] = _delivery_id(period, by_name[name], item)
         check_shrink(
@@ -142,7 +145,7 @@ def _ingest(
         if delivery_id is not None:
             store.verify(export, period, delivery_id, full=False)
             current[(export, period)] = delivery_id
-    store.prune(config.raw_retention_days)
+    store.prune(context.raw_retention_days)
     return [
         store.load(export, period, current[(export, period)], new=(export, period) in new)
         for export, period in sorted(current)

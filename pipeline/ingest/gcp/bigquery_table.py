@@ -9,7 +9,7 @@ from google.api_core import exceptions as api_errors
 from google.cloud import bigquery
 
 from pipeline.common.errors import InputError
-from pipeline.ingest.gcp_bigquery_client import message, query
+from pipeline.ingest.gcp.bigquery_client import message, query
 
 EXPORT_PREFIX = "gcp_billing_export"
 DETAILED_MARKER = "resource"  # resource.name and resource.global_name: detailed export only

@@ -12,6 +12,7 @@ from pipeline.common.errors import ConfigError
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 _GLOB = re.compile(r"[*?\[]")
 DATA_SUFFIXES = (".csv", ".csv.gz", ".parquet")
+KEYS = frozenset({"files"})
 
 
 @dataclass(frozen=True)

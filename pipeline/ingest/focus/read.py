@@ -17,7 +17,8 @@ import pyarrow.parquet as pq
 
 from pipeline.common.duck import identifier, literal
 from pipeline.common.errors import InputError
-from pipeline.ingest import focus_write, value_rules
+from pipeline.ingest import value_rules
+from pipeline.ingest.focus import write as focus_write
 from pipeline.ingest.precision import note_rounding
 from pipeline.ingest.unreadable import (
     GZIP_ERRORS,
