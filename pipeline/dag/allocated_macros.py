@@ -3,7 +3,7 @@ lines of other sources, and the tags a line is attributed by (expanded by pipeli
 
 from __future__ import annotations
 
-from pipeline.dag.macro import Macro, relation_columns
+from pipeline.common.macro import Macro, relation_columns
 
 # The FOCUS 1.3 columns a cost line carries, with their types: what a 1.3 file delivers (NULL on
 # every other line), and origin_resource_id, the ResourceId of an allocated row whose resource_id

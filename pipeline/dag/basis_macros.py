@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from pipeline.common.macro import Macro
 from pipeline.common.money import MONEY_SQL
-from pipeline.dag.macro import Macro
 
 # The bases a cost line carries side by side, in the order every model lists them (DESIGN.md
 # section 6): no comparison mixes them, so each rule below is written once for all four.

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from pipeline.common.macro import Macro
 from pipeline.common.money import MONEY_SQL
 from pipeline.dag.basis_macros import BASES
-from pipeline.dag.macro import Macro
 
 # Each FOCUS cost column normalized.focus publishes, the name its slice amount takes, and the order
 # in which runcost's bases are tried for it: a FOCUS amount is one of its line's four bases (or 0)

@@ -4,7 +4,7 @@ pipeline.dag.macros)."""
 
 from __future__ import annotations
 
-from pipeline.dag.macro import Macro, relation_columns, same_columns
+from pipeline.common.macro import Macro, relation_columns, same_columns
 
 # Two relations' rows of the same billing period: one provider's account's period (DESIGN.md section
 # 10). A line without an account (NULL) belongs to the period of the lines without one.

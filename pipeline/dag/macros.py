@@ -12,14 +12,14 @@ from __future__ import annotations
 import re
 
 from pipeline.common.errors import ModelError
+from pipeline.common.macro import Macro
 from pipeline.common.money import EXACT_DECIMAL_SQL, MONEY_SQL
 from pipeline.dag.allocated_macros import ALLOCATED_MACROS
 from pipeline.dag.basis_macros import BASES, BASIS_MACROS
 from pipeline.dag.focus_macros import FOCUS_MACROS
 from pipeline.dag.key_macros import KEY_MACROS
-from pipeline.dag.macro import Macro
 from pipeline.dag.partitions import PARTITION, PARTITIONS
-from pipeline.dag.profile_macros import FOCUS_UNIT, LINE_PROFILE_COLUMNS, PROFILE_MACROS
+from pipeline.dag.profile_macros import LINE_PROFILE_COLUMNS, PROFILE_MACROS
 
 # The rounding remainder: a line split into slices, each rounded to DECIMAL(38, 10), gives the
 # slice that takes the rest (the first by the model's order) the whole amount minus the other
@@ -233,15 +233,6 @@ EXACT_DOUBLE_SUM_WHERE = Macro(
     _EXACT_SUM.format(value="{value}", where=" filter (where {condition})"),
 )
 
-# The sum of a Google Cloud row's credits of one type (0 when it has none), over the row's own
-# credits list: a join or unnest would repeat the row's cost once per credit.
-GCP_CREDITS_OF_TYPE = Macro(
-    "gcp_credits_of_type",
-    ("credit_entries", "credit_type"),
-    "coalesce(list_sum(list_transform(list_filter({credit_entries}, "
-    "lambda credit: credit.type = {credit_type}), lambda credit: credit.amount)), 0)",
-)
-
 MACROS = {
     macro.name: macro
     for macro in (
@@ -262,8 +253,6 @@ MACROS = {
         LINE_CHECKSUMS,
         LINE_PROFILE_COLUMNS,
         *PROFILE_MACROS,
-        FOCUS_UNIT,
-        GCP_CREDITS_OF_TYPE,
         UNATTRIBUTED,
         EXACT_DOUBLE_SUM,
         EXACT_DOUBLE_SUM_WHERE,

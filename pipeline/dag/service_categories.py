@@ -3,7 +3,8 @@ macros that look a line's service up in it (expanded by pipeline.dag.macros, as 
 
 from __future__ import annotations
 
-from pipeline.dag.macro import Macro
+from pipeline.common.macro import Macro
+from pipeline.ingest.registry import PROVIDERS
 
 # Every allowed ServiceSubcategory of FOCUS 1.2 and its one parent ServiceCategory, as the spec
 # lists them (specification/columns/servicesubcategory.md).
@@ -95,96 +96,14 @@ PARENTS = {
 # A service the tables below do not name: FOCUS's catch-all.
 UNKNOWN = "Other (Other)"
 
-# AWS CUR line_item_product_code -> FOCUS ServiceSubcategory. The category follows from PARENTS;
-# a service's every line takes its service's category (EC2's EBS volumes and transfer included),
-# as the spec classifies services, not line items.
-AWS = {
-    "AmazonBedrock": "Generative AI",
-    "AmazonSageMaker": "Machine Learning",
-    "AmazonComprehend": "Natural Language Processing",
-    "AmazonAthena": "Analytics Platforms",
-    "AmazonQuickSight": "Business Intelligence",
-    "AmazonEMR": "Data Processing",
-    "AWSGlue": "Data Processing",
-    "AmazonES": "Search",
-    "AmazonKinesis": "Streaming Analytics",
-    "AmazonEC2": "Virtual Machines",
-    "AmazonLightsail": "Virtual Machines",
-    "AmazonEKS": "Containers",
-    "AmazonECS": "Containers",
-    "AmazonECR": "Containers",
-    "AWSLambda": "Serverless Compute",
-    "AWSBatch": "Other (Compute)",
-    "ComputeSavingsPlans": "Other (Compute)",
-    "AmazonElastiCache": "Caching",
-    "AmazonRedshift": "Data Warehouses",
-    "AmazonDynamoDB": "NoSQL Databases",
-    "AmazonRDS": "Relational Databases",
-    "AWSCodePipeline": "Continuous Integration and Deployment",
-    "AWSCodeCommit": "Source Code Management",
-    "AWSIAM": "Identity and Access Management",
-    "AmazonApiGateway": "API Management",
-    "AWSQueueService": "Messaging",
-    "AmazonSNS": "Messaging",
-    "AmazonStates": "Workflow Orchestration",
-    "AWSCostExplorer": "Cost Management",
-    "AmazonCloudWatch": "Observability",
-    "AWSXRay": "Observability",
-    "AWSSupportBusiness": "Support",
-    "AWSSupportEnterprise": "Support",
-    "AWSConfig": "Other (Management and Governance)",
-    "AWSCloudTrail": "Other (Management and Governance)",
-    "AWSELB": "Application Networking",
-    "AmazonCloudFront": "Content Delivery",
-    "AWSDirectConnect": "Network Connectivity",
-    "AmazonVPC": "Network Infrastructure",
-    "AWSDataTransfer": "Network Infrastructure",
-    "AmazonRoute53": "Network Routing",
-    "AWSNetworkFirewall": "Network Security",
-    "AWSSecretsManager": "Secret Management",
-    "awskms": "Secret Management",
-    "AmazonGuardDuty": "Threat Detection and Response",
-    "AWSShield": "Other (Security)",
-    "AWSBackup": "Backup Storage",
-    "AmazonEFS": "File Storage",
-    "AmazonFSx": "File Storage",
-    "AmazonS3": "Object Storage",
-    "AmazonS3GlacierDeepArchive": "Object Storage",
+# each provider's service -> FOCUS ServiceSubcategory (pipeline/ingest/<provider>/
+# classification.py); the category follows from PARENTS. A service's every line takes its
+# service's category, as the spec classifies services, not line items.
+SOURCES = {
+    provider.name: provider.service_subcategories
+    for provider in PROVIDERS
+    if provider.service_subcategories
 }
-
-# Google Cloud billing export service.description -> FOCUS ServiceSubcategory.
-GCP = {
-    "Vertex AI": "Machine Learning",
-    "Cloud Natural Language API": "Natural Language Processing",
-    "BigQuery": "Data Warehouses",
-    "Cloud Dataflow": "Data Processing",
-    "Cloud Dataproc": "Data Processing",
-    "Cloud Pub/Sub": "Messaging",
-    "Compute Engine": "Virtual Machines",
-    "Kubernetes Engine": "Containers",
-    "Artifact Registry": "Containers",
-    "Cloud Run": "Serverless Compute",
-    "Cloud Functions": "Serverless Compute",
-    "Memorystore for Redis": "Caching",
-    "Cloud SQL": "Relational Databases",
-    "Cloud Spanner": "Relational Databases",
-    "Cloud Bigtable": "NoSQL Databases",
-    "Cloud Firestore": "NoSQL Databases",
-    "Cloud Build": "Continuous Integration and Deployment",
-    "Cloud Monitoring": "Observability",
-    "Cloud Logging": "Observability",
-    "Support": "Support",
-    "Networking": "Network Infrastructure",
-    "Cloud Load Balancing": "Application Networking",
-    "Cloud CDN": "Content Delivery",
-    "Cloud DNS": "Network Routing",
-    "Cloud Key Management Service (KMS)": "Secret Management",
-    "Secret Manager": "Secret Management",
-    "Cloud Storage": "Object Storage",
-    "Filestore": "File Storage",
-}
-
-SOURCES = {"aws": AWS, "gcp": GCP}
 
 
 def _case(table: dict[str, str], value: str) -> str:

@@ -7,13 +7,14 @@ the registry and reaches the provider only through these fields.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import duckdb
 
+from pipeline.common.macro import Macro
 from pipeline.warehouse.raw_store import Delivery
 
 
@@ -89,6 +90,17 @@ class Provider:
     check: Callable[[Any, TagKeys, bool, bool], CheckReport] | None = None
     # a closed month is final only once no rows arrived for IngestContext.settle_days
     settles: bool = False
+    # (the profile columns) -> the source columns (names, or (name, expression over the line
+    # items' alias)) its staging.<name>_line_profiles view computes them from and keys them by
+    profile_sources: Callable[[tuple[str, ...]], tuple[str | tuple[str, str], ...]] = lambda _: ()
+    # its services' FOCUS ServiceSubcategory, by the service name on its lines (none: as delivered)
+    service_subcategories: Mapping[str, str] = field(default_factory=dict)
+    # its own classification rules, which its staging models call (<name>_gpu_model(...), ...)
+    macros: tuple[Macro, ...] = ()
+    # check name -> why it failed when this provider's input is the cause (the rows to fix)
+    explains: Mapping[str, Callable[[duckdb.DuckDBPyConnection, list[dict]], str | None]] = field(
+        default_factory=dict
+    )
 
     @property
     def default(self) -> Any:

@@ -111,7 +111,7 @@ class Inputs:
     invoice_file: dict[str, str] | None
     telemetry_files: str  # telemetry_files_digest, or "adapters"
     clock: datetime
-    gcp_settle_days: int
+    settle_days: int  # [periods] gcp_settle_days: a settling provider's days to final
 
 
 def fingerprints(inputs: Inputs, telemetry: dict[str, pa.Table]) -> Fingerprints:
@@ -190,7 +190,7 @@ def _assembled(
         # estimates stop at the clock: while telemetry holds an interval there, every night differs
         "clock": clock.isoformat() if held else "nothing held at the clock",
     }
-    settled = _settled(inputs.deliveries, clock, inputs.gcp_settle_days)
+    settled = _settled(inputs.deliveries, clock, inputs.settle_days)
     per_month: dict[str, dict[str, str]] = {month: {} for month in months}
     grouped: dict[tuple[str, str], list[object]] = {}
     for (provider, period), digest in sorted(listed.items()):

@@ -9,12 +9,13 @@ from decimal import Decimal
 import duckdb
 
 from pipeline.dag.macros import expand_macros
+from pipeline.ingest.registry import PROVIDERS
 from pipeline.telemetry.conversion import ID_CONTROLS, control_character
 
 log = logging.getLogger("runcost")
 
 # How each source format names the column its tags come from (the key is the tag's own).
-TAG_COLUMNS = {"aws_cur": "resource_tags", "gcp_billing_export": "labels", "focus": "Tags"}
+TAG_COLUMNS = {provider.source_format: provider.tag_column for provider in PROVIDERS}
 
 # The lines whose attribution tag of one kind holds a control character: how many, what they
 # were billed, and the first by file and row, with the key its tag was read under and the known id

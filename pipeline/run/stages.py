@@ -185,7 +185,7 @@ def _inputs(config: Config, ingested: Ingested, clock: datetime, manifest: RunMa
         invoice_file=invoice_file if isinstance(invoice_file, dict) else None,
         telemetry_files=telemetry_files_digest(files, config.telemetry_keep_published),
         clock=clock,
-        gcp_settle_days=config.periods.gcp_settle_days,
+        settle_days=config.periods.gcp_settle_days,
     )
 
 

@@ -53,7 +53,7 @@ def _telemetry(ended: datetime | None = datetime(2026, 10, 3, tzinfo=UTC)) -> di
 
 
 def _prints(deliveries: list[Delivery], clock: datetime = CLOCK, **telemetry) -> Fingerprints:
-    inputs = Inputs(deliveries, "config-1", None, "files-1", clock, gcp_settle_days=3)
+    inputs = Inputs(deliveries, "config-1", None, "files-1", clock, settle_days=3)
     return fingerprints(inputs, _telemetry(**telemetry))
 
 
@@ -115,11 +115,11 @@ def test_the_clock_moves_a_month_that_ends_and_a_gcp_delivery_that_settles(
 def test_unread_telemetry_stands_only_for_the_same_files(tmp_path: Path) -> None:
     deliveries = [_delivery(tmp_path, "aws", "2026-10", CLOCK - timedelta(days=10))]
     read = _prints(deliveries)
-    same = Inputs(deliveries, "config-1", None, "files-1", CLOCK, gcp_settle_days=3)
+    same = Inputs(deliveries, "config-1", None, "files-1", CLOCK, settle_days=3)
     assert unread_telemetry(same, read) == read
-    other = Inputs(deliveries, "config-1", None, "files-2", CLOCK, gcp_settle_days=3)
+    other = Inputs(deliveries, "config-1", None, "files-2", CLOCK, settle_days=3)
     assert unread_telemetry(other, read) is None
-    adapters = Inputs(deliveries, "config-1", None, "adapters", CLOCK, gcp_settle_days=3)
+    adapters = Inputs(deliveries, "config-1", None, "adapters", CLOCK, settle_days=3)
     assert unread_telemetry(adapters, read) is None
     # the bytes moved but the rows did not: no change
     rewritten = replace(read, shared={**read.shared, "telemetry files": "other bytes"})

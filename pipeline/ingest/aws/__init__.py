@@ -6,6 +6,8 @@ from collections.abc import Iterable
 
 import duckdb
 
+from pipeline.ingest.aws import classification
+from pipeline.ingest.aws.check_causes import EXPLAINED
 from pipeline.ingest.aws.settings import KEYS, AwsSettings, parse_aws, portable
 from pipeline.ingest.provider import CheckReport, IngestContext, Ingested, Provider, TagKeys
 from pipeline.warehouse.raw_store import Delivery
@@ -71,4 +73,8 @@ PROVIDER = Provider(
     fingerprint=lambda settings: (settings.exports,),
     portable=portable,
     check=_check,
+    explains=EXPLAINED,
+    profile_sources=lambda _columns: classification.PROFILE_SOURCES,
+    service_subcategories=classification.SERVICE_SUBCATEGORIES,
+    macros=classification.MACROS,
 )

@@ -6,6 +6,7 @@ from collections.abc import Iterable
 
 import duckdb
 
+from pipeline.ingest.focus import classification
 from pipeline.ingest.focus.settings import KEYS, FocusSource, parse_focus
 from pipeline.ingest.provider import IngestContext, Ingested, Provider
 from pipeline.warehouse.raw_store import Delivery
@@ -37,4 +38,6 @@ PROVIDER = Provider(
     staging_models=("focus_line_items", "focus_line_profiles", "focus_cost_lines"),
     tag_column="Tags",
     fingerprint=lambda sources: (sources,),
+    profile_sources=classification.profile_sources,
+    macros=classification.MACROS,
 )

@@ -6,6 +6,7 @@ from collections.abc import Iterable
 
 import duckdb
 
+from pipeline.ingest.gcp import classification
 from pipeline.ingest.gcp.settings import KEYS, GcpSettings, parse_gcp
 from pipeline.ingest.provider import CheckReport, IngestContext, Ingested, Provider, TagKeys
 from pipeline.ingest.tag_keys import gcp_label_problem
@@ -59,4 +60,7 @@ PROVIDER = Provider(
     fingerprint=lambda settings: (settings.tables, settings.files),
     check=_check,
     settles=True,
+    profile_sources=lambda _columns: classification.PROFILE_SOURCES,
+    service_subcategories=classification.SERVICE_SUBCATEGORIES,
+    macros=classification.MACROS,
 )
