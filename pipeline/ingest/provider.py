@@ -10,12 +10,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import duckdb
+from typing import TYPE_CHECKING, Any
 
 from pipeline.common.macro import Macro
-from pipeline.warehouse.raw_store import Delivery
+
+if TYPE_CHECKING:  # imported only for the types: config loads the registry on every command
+    import duckdb
+
+    from pipeline.warehouse.raw_store import Delivery
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 One place for what a good amount, time, currency and id are, how the first bad row is found in
 one scan, how repeated rows and repeated files are found, and the one message a refusal gives:
 file, row, column, the value, what a good value is, and the fix. Each provider says which
-columns the rules apply to (cur_values.py, gcp_values.py, focus_read.py).
+columns the rules apply to (aws/values.py, gcp/values.py, focus/read.py).
 """
 
 from __future__ import annotations

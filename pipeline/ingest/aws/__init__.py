@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-
-import duckdb
+from typing import TYPE_CHECKING
 
 from pipeline.ingest.aws import classification
 from pipeline.ingest.aws.check_causes import EXPLAINED
 from pipeline.ingest.aws.settings import KEYS, AwsSettings, parse_aws, portable
 from pipeline.ingest.provider import CheckReport, IngestContext, Ingested, Provider, TagKeys
-from pipeline.warehouse.raw_store import Delivery
+
+if TYPE_CHECKING:
+    import duckdb
+
+    from pipeline.warehouse.raw_store import Delivery
 
 NO_EXPORT = "Cost Explorer: not asked (runcost.toml has no [aws] exports)"
 _COST_EXPLORER_COLUMNS = ("role", "key in runcost.toml", "CUR key", "status", "AWS keys")

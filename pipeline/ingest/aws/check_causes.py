@@ -3,7 +3,10 @@ column to fix (pipeline.run.check_causes says it on the first line of CheckFaile
 
 from __future__ import annotations
 
-import duckdb
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the registry loads this module on every command
+    import duckdb
 
 
 def split_parents_without_resource_id(

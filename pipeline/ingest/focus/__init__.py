@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-
-import duckdb
+from typing import TYPE_CHECKING
 
 from pipeline.ingest.focus import classification
 from pipeline.ingest.focus.settings import KEYS, FocusSource, parse_focus
 from pipeline.ingest.provider import IngestContext, Ingested, Provider
-from pipeline.warehouse.raw_store import Delivery
+
+if TYPE_CHECKING:
+    import duckdb
+
+    from pipeline.warehouse.raw_store import Delivery
 
 
 def _ingest(

@@ -60,7 +60,7 @@ def plan(
     ``mapping``. A Parquet column already of its FOCUS type (a DECIMAL of at most 18 places, a
     timestamp) is cast, not read as text: its text parses back to the same value, so only its
     range is flagged (and a DECIMAL too wide for DECIMAL(38, 18)). Any other column is read as
-    text and flagged by the conditions the exact checks apply (focus_read._check_values)."""
+    text and flagged by the conditions the exact checks apply (focus/read.py _check_values)."""
     typed: list[tuple[str, str]] = []
     flags: list[str] = []
     texts: list[tuple[str, str]] = []

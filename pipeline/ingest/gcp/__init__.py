@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-
-import duckdb
+from typing import TYPE_CHECKING
 
 from pipeline.ingest.gcp import classification
 from pipeline.ingest.gcp.settings import KEYS, GcpSettings, parse_gcp
 from pipeline.ingest.provider import CheckReport, IngestContext, Ingested, Provider, TagKeys
 from pipeline.ingest.tag_keys import gcp_label_problem
-from pipeline.warehouse.raw_store import Delivery
+
+if TYPE_CHECKING:
+    import duckdb
+
+    from pipeline.warehouse.raw_store import Delivery
 
 
 def _ingest(settings: GcpSettings, context: IngestContext, allow_shrink: Iterable[str]) -> Ingested:

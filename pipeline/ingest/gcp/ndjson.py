@@ -2,7 +2,7 @@
 
 A value that cannot be stored in its column's type (a cost that is not a number, a time that is
 not a timestamp) is refused here, with value_rules' message; every other rule runs on the typed
-table (gcp_values.py).
+table (gcp/values.py).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ A BigQuery extract job writes one JSON object per line, every leaf of its column
 '2026-10-12 10:00:00 UTC'. Such a file is read here in blocks of BLOCK bytes against the
 export's schema, strictly: any other file (a blank line, text where the export has a number, an
 epoch timestamp, a line that is not one JSON object, bytes that are not UTF-8, a column outside
-the export) is decoded row by row by gcp_ndjson.read_ndjson, which types what it can exactly as
+the export) is decoded row by row by gcp/ndjson.py read_ndjson, which types what it can exactly as
 here and names the row and column of what it cannot. Both store the same rows, but for a
 NUMERIC written as a JSON number of more than 17 digits, which the row decoder reads through a
 float and this reader keeps whole.

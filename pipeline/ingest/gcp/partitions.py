@@ -17,7 +17,7 @@ from pipeline.ingest.gcp.settings import GcpSettings
 # The sum is taken over NUMERIC (exact, 9 decimals): a FLOAT64 sum can change in its last bits
 # from one run to the next as BigQuery adds in another order, which would re-fetch for nothing.
 # safe_cast: a NaN or an overflowing cost (in a copy of the export) is left out of the sum, so
-# the partition is still read and its bad row refused by name (gcp_values.py), not by this query.
+# the partition is still read and its bad row refused by name (gcp/values.py), not by this query.
 _MEASURES = (
     "count(*) as row_count, max(export_time) as max_export_time, "
     "sum(safe_cast(cost as numeric)) as sum_cost"
