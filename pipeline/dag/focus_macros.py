@@ -131,19 +131,42 @@ FOCUS_COSTS_FROM_SPLITS = Macro(
     relations=("relation", "splits"),
 )
 
-# The ratio-split columns of a candidate origin row's slices: a column no basis equals has its
-# rounding remainder placed on the slice that takes it (first_slice_takes_rest), over the slices
-# of the origin row and allocation model (a window); a column of a basis stays as sliced. Named as
-# the FOCUS column.
+# The slices of one candidate origin row and model, in the order that puts the slice taking the
+# rounding remainders last: the slice of the largest billed amount, then effective amount, takes
+# them, ties going to the first by kind, method, attempt, experiment and reason (the slice's keys:
+# the order is total). Last, so that a running sum (the default frame) is the whole sum there.
+_LAST_TAKES_REST = (
+    "partition by {relation}.allocation_model, {relation}.x_LineId, "
+    "{relation}.x_ProviderLineType order by abs({relation}.billed_cost) asc nulls first, "
+    "abs({relation}.effective_cost) asc nulls first, {relation}.allocation_kind desc nulls first, "
+    "{relation}.attribution_method desc nulls last, {relation}.attempt_id desc nulls last, "
+    "{relation}.experiment_id desc nulls last, {relation}.unallocated_reason desc nulls last"
+)
+
+# Over the slices of each candidate origin row and model, in one window: takes_rest on the slice
+# that takes the rounding remainders, and each ratio-split column's sliced amounts summed up to
+# the slice (sliced_<name>_sum: the whole sum on the slice that takes the rest).
+FOCUS_RATIO_SUMS = Macro(
+    "focus_ratio_sums",
+    ("relation",),
+    f"lead(true) over ({_LAST_TAKES_REST}) is null as takes_rest, "
+    + ", ".join(
+        f"sum({{relation}}.sliced_{name}) over ({_LAST_TAKES_REST}) as sliced_{name}_sum"
+        for _, name, _ in FOCUS_RATIO_COSTS
+    ),
+    relations=("relation",),
+)
+
+# The ratio-split columns of a candidate origin row's slices (<relation> with focus_ratio_sums): a
+# column no basis equals has its rounding remainder placed on the slice that takes it
+# (first_slice_takes_rest); a column of a basis stays as sliced. Named as the FOCUS column.
 FOCUS_COSTS_WITH_REST = Macro(
     "focus_costs_with_rest",
-    ("takes_rest", "relation"),
+    ("relation",),
     ", ".join(
         f"case when {{relation}}.{name}_from = 'other' then first_slice_takes_rest("
-        f"{{takes_rest}}, {{relation}}.{focus}, sum({{relation}}.sliced_{name}) over ("
-        f"partition by {{relation}}.allocation_model, {{relation}}.x_LineId, "
-        f"{{relation}}.x_ProviderLineType), {{relation}}.sliced_{name}) "
-        f"else {{relation}}.sliced_{name} end as {focus}"
+        f"{{relation}}.takes_rest, {{relation}}.{focus}, {{relation}}.sliced_{name}_sum, "
+        f"{{relation}}.sliced_{name}) else {{relation}}.sliced_{name} end as {focus}"
         for focus, name, _ in FOCUS_RATIO_COSTS
     ),
     relations=("relation",),
@@ -200,6 +223,7 @@ FOCUS_MACROS = (
     FOCUS_COSTS_MAYBE_UNMATCHED,
     FOCUS_SLICE_COSTS,
     FOCUS_COSTS_FROM_SPLITS,
+    FOCUS_RATIO_SUMS,
     FOCUS_COSTS_WITH_REST,
     FOCUS_CHECKSUMS,
     FOCUS_CHECKSUMS_DIFFER,

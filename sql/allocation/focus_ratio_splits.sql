@@ -78,17 +78,7 @@ ranked as (
     -- the slice of the largest amount of each origin row and model takes the rounding remainders
     select
         parts.*,
-        row_number() over (
-            partition by parts.allocation_model, parts.x_LineId, parts.x_ProviderLineType
-            order by
-                abs(parts.billed_cost) desc,
-                abs(parts.effective_cost) desc,
-                parts.allocation_kind asc,
-                parts.attribution_method asc nulls first,
-                parts.attempt_id asc nulls first,
-                parts.experiment_id asc nulls first,
-                parts.unallocated_reason asc nulls first
-        ) = 1 as takes_rest
+        focus_ratio_sums(parts)  -- noqa: AL03, RF02
     from parts
 ),
 
@@ -102,7 +92,7 @@ final as (
         ranked.attempt_id,
         ranked.experiment_id,
         ranked.unallocated_reason,
-        focus_costs_with_rest(ranked.takes_rest, ranked)  -- noqa: AL03, RF02
+        focus_costs_with_rest(ranked)  -- noqa: AL03, RF02
     from ranked
 )
 
