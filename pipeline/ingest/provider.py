@@ -110,6 +110,42 @@ class Provider:
         return self.parse({}, Path.cwd(), "runcost.toml")
 
 
+def register_files(
+    con: duckdb.DuckDBPyConnection,
+    relation: str,
+    deliveries: list[Delivery],
+    period_column: str = "billing_period",
+) -> list[Path]:
+    """``relation`` (a provider's raw.*_files): one row per data file of ``deliveries``, numbered
+    (file_index, which line ids are made of) in the order of export, period and path; returns
+    the files in that order."""
+    files = [
+        (path, delivery)
+        for delivery in sorted(deliveries, key=lambda item: (item.export, item.billing_period))
+        for path in sorted(delivery.files)
+    ]
+    con.execute(
+        f"create or replace table {relation} (filename varchar, file_index bigint, "
+        f"delivery_id varchar, export_name varchar, {period_column} varchar, source_file varchar)"
+    )
+    if files:
+        con.executemany(
+            f"insert into {relation} values (?, ?, ?, ?, ?, ?)",
+            [
+                (
+                    str(path),
+                    index,
+                    delivery.delivery_id,
+                    delivery.export,
+                    delivery.billing_period,
+                    source_file_name(path, delivery.folder),
+                )
+                for index, (path, delivery) in enumerate(files)
+            ],
+        )
+    return [path for path, _delivery in files]
+
+
 def source_file_name(path: Path, folder: Path) -> str:
     """A stored file's name within its delivery folder (raw.*_files.source_file)."""
     try:

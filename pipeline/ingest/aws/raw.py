@@ -7,35 +7,17 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline.common.duck import literal
-from pipeline.ingest.provider import source_file_name
+from pipeline.ingest.provider import register_files
 from pipeline.warehouse.raw_store import Delivery
 from schemas import aws_cur2
 
 
 def register_cur(con: duckdb.DuckDBPyConnection, deliveries: list[Delivery]) -> None:
-    files: list[tuple[str, int, str, str, str, str]] = []
+    files = register_files(con, "raw.aws_cur2_files", deliveries)
     present: dict[str, pa.DataType] = {}
-    for delivery in sorted(deliveries, key=lambda item: (item.export, item.billing_period)):
-        for path in sorted(delivery.files):
-            files.append(
-                (
-                    str(path),
-                    len(files),
-                    delivery.delivery_id,
-                    delivery.export,
-                    delivery.billing_period,
-                    source_file_name(path, delivery.folder),
-                )
-            )
-            for field in pq.read_schema(path):
-                present.setdefault(field.name, field.type)
-
-    con.execute(
-        "create or replace table raw.aws_cur2_files (filename varchar, file_index bigint, "
-        "delivery_id varchar, export_name varchar, billing_period varchar, source_file varchar)"
-    )
-    if files:
-        con.executemany("insert into raw.aws_cur2_files values (?, ?, ?, ?, ?, ?)", files)
+    for path in files:
+        for field in pq.read_schema(path):
+            present.setdefault(field.name, field.type)
 
     columns = []
     for name, kind in aws_cur2.ALL_COLUMNS:
@@ -48,7 +30,7 @@ def register_cur(con: duckdb.DuckDBPyConnection, deliveries: list[Delivery]) -> 
         else:
             columns.append(f"cast(cur.{name} as {wanted}) as {name}")
     select_list = ",\n    ".join(columns)
-    file_list = "[" + ", ".join(literal(item[0]) for item in files) + "]"
+    file_list = "[" + ", ".join(literal(str(path)) for path in files) + "]"
     if files:
         reader = (
             f"read_parquet({file_list}, filename = true, file_row_number = true, "

@@ -6,25 +6,17 @@ import duckdb
 import pyarrow.parquet as pq
 
 from pipeline.common.duck import literal
+from pipeline.ingest.provider import register_files
 from pipeline.warehouse.raw_store import Delivery
 from schemas import focus
 
 
 def register_focus(con: duckdb.DuckDBPyConnection, deliveries: list[Delivery]) -> None:
     """raw.focus_billing: the FOCUS deliveries' typed rows (every known column, NULL if absent)."""
-    files: list[tuple[str, int, str, str, str]] = []
+    files = register_files(con, "raw.focus_billing_files", deliveries)
     present: set[str] = set()
-    for delivery in sorted(deliveries, key=lambda item: (item.export, item.billing_period)):
-        for path in sorted(delivery.files):
-            where = (delivery.delivery_id, delivery.export, delivery.billing_period)
-            files.append((str(path), len(files), *where))
-            present.update(pq.read_schema(path).names)
-    con.execute(
-        "create or replace table raw.focus_billing_files (filename varchar, file_index bigint, "
-        "delivery_id varchar, export_name varchar, billing_period varchar)"
-    )
-    if files:
-        con.executemany("insert into raw.focus_billing_files values (?, ?, ?, ?, ?)", files)
+    for path in files:
+        present.update(pq.read_schema(path).names)
     columns = [
         f'cast(focus."{name}" as {focus.DUCKDB_TYPES[kind]}) as "{name}"'
         if name in present
@@ -32,7 +24,7 @@ def register_focus(con: duckdb.DuckDBPyConnection, deliveries: list[Delivery]) -
         for name, kind in focus.KINDS.items()
     ]
     if files:
-        file_list = "[" + ", ".join(literal(item[0]) for item in files) + "]"
+        file_list = "[" + ", ".join(literal(str(path)) for path in files) + "]"
         reader = f"read_parquet({file_list}, filename = true, union_by_name = true)"
         where = ""
     else:

@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 from pipeline.common.duck import identifier, literal
 from pipeline.common.errors import InputError
 from pipeline.common.money import MONEY_SQL, exact_decimal
-from pipeline.ingest.provider import source_file_name
+from pipeline.ingest.provider import register_files
 from pipeline.warehouse.raw_store import Delivery
 from pipeline.warehouse.undecodable import name_undecodable
 from schemas import gcp_billing
@@ -22,29 +22,12 @@ def register_gcp(con: duckdb.DuckDBPyConnection, deliveries: list[Delivery]) -> 
     money), each group read with its own select list; the groups are unioned. A column or
     nested field a file lacks is a typed NULL, so models build even with no GCP data at all.
     """
-    files: list[tuple[str, int, str, str, str, str]] = []
+    files = register_files(con, "raw.gcp_billing_files", deliveries, "partition_date")
     groups: dict[str, tuple[pa.Schema, list[str]]] = {}
-    for delivery in sorted(deliveries, key=lambda item: (item.export, item.billing_period)):
-        for path in sorted(delivery.files):
-            schema = pq.read_schema(path)
-            files.append(
-                (
-                    str(path),
-                    len(files),
-                    delivery.delivery_id,
-                    delivery.export,
-                    delivery.billing_period,
-                    source_file_name(path, delivery.folder),
-                )
-            )
-            key = schema.remove_metadata().to_string()
-            groups.setdefault(key, (schema, []))[1].append(str(path))
-    con.execute(
-        "create or replace table raw.gcp_billing_files (filename varchar, file_index bigint, "
-        "delivery_id varchar, export_name varchar, partition_date varchar, source_file varchar)"
-    )
-    if files:
-        con.executemany("insert into raw.gcp_billing_files values (?, ?, ?, ?, ?, ?)", files)
+    for path in files:
+        schema = pq.read_schema(path)
+        key = schema.remove_metadata().to_string()
+        groups.setdefault(key, (schema, []))[1].append(str(path))
     selects = []
     for schema, paths in groups.values():
         try:
