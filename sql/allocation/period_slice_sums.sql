@@ -36,18 +36,7 @@ final as (
     from cost_slices
     left join profiles on cost_slices.profile_key = profiles.profile_key
     where cost_slices.attempt_id is not null or cost_slices.experiment_id is not null
-    group by
-        cost_slices.billing_period,
-        cost_slices.allocation_models,
-        cost_slices.attempt_id,
-        cost_slices.experiment_id,
-        cost_slices.allocation_kind,
-        cost_slices.attribution_method,
-        cost_slices.provider,
-        cost_slices.billing_account_id,
-        cost_slices.billing_currency,
-        profiles.cost_class,
-        profiles.commitment_status
+    group by all
 )
 
 select * from final
