@@ -99,21 +99,28 @@ final as (
             else epoch(bases.usage_end) - epoch(bases.usage_start)
         end as usage_seconds,
         money_bases(bases),  -- noqa: AL03, RF02
-        map_from_entries(list_filter([
-            { 'key': 'SUSTAINED_USAGE_DISCOUNT', 'value': bases.credit_sustained_usage_discount },
-            { 'key': 'COMMITTED_USAGE_DISCOUNT', 'value': bases.credit_committed_usage_discount },
-            {
-                'key': 'COMMITTED_USAGE_DISCOUNT_DOLLAR_BASE',
-                'value': bases.credit_committed_usage_discount_dollar_base
-            },
-            { 'key': 'FEE_UTILIZATION_OFFSET', 'value': bases.credit_fee_utilization_offset },
-            { 'key': 'DISCOUNT', 'value': bases.credit_discount },
-            { 'key': 'FREE_TIER', 'value': bases.credit_free_tier },
-            { 'key': 'PROMOTION', 'value': bases.credit_promotion },
-            { 'key': 'RESELLER_MARGIN', 'value': bases.credit_reseller_margin },
-            { 'key': 'SUBSCRIPTION_BENEFIT', 'value': bases.credit_subscription_benefit },
-            { 'key': 'OTHER', 'value': bases.credit_other }
-        ], lambda e: e.value <> 0)) as credits_by_type,  -- noqa: RF01, RF02
+        -- a row without credits has none by type: the empty map, a constant made once
+        case
+            when array_length(bases.credit_entries) = 0
+                then map_from_entries(
+                    list_filter([{ 'key': 'OTHER', 'value': money(0) }], lambda e: e.value <> 0)  -- noqa: RF01, RF02
+                )
+            else map_from_entries(list_filter([
+                { 'key': 'SUSTAINED_USAGE_DISCOUNT', 'value': bases.credit_sustained_usage_discount },
+                { 'key': 'COMMITTED_USAGE_DISCOUNT', 'value': bases.credit_committed_usage_discount },
+                {
+                    'key': 'COMMITTED_USAGE_DISCOUNT_DOLLAR_BASE',
+                    'value': bases.credit_committed_usage_discount_dollar_base
+                },
+                { 'key': 'FEE_UTILIZATION_OFFSET', 'value': bases.credit_fee_utilization_offset },
+                { 'key': 'DISCOUNT', 'value': bases.credit_discount },
+                { 'key': 'FREE_TIER', 'value': bases.credit_free_tier },
+                { 'key': 'PROMOTION', 'value': bases.credit_promotion },
+                { 'key': 'RESELLER_MARGIN', 'value': bases.credit_reseller_margin },
+                { 'key': 'SUBSCRIPTION_BENEFIT', 'value': bases.credit_subscription_benefit },
+                { 'key': 'OTHER', 'value': bases.credit_other }
+            ], lambda e: e.value <> 0))  -- noqa: RF01, RF02
+        end as credits_by_type,
         label_sets.attribution_tags as tags,
         -- which format's tag-key spelling applies (pipeline/config/tags.py)
         'gcp_billing_export' as source_format,
