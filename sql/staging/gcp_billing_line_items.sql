@@ -66,60 +66,19 @@ renamed as (
 ),
 
 credits as (
-    -- a row without credits (three in four on the benchmark's bill) skips the list work: each of
-    -- its sums is 0
     select
         renamed.*,
-        case
-            when array_length(renamed.credit_entries) > 0
-                then coalesce(list_sum(list_transform(renamed.credit_entries, lambda c: c.amount)), 0)  -- noqa: RF02
-            else money(0)
-        end as credits_total,
-        case
-            when array_length(renamed.credit_entries) > 0
-                then gcp_credits_of_type(renamed.credit_entries, 'SUSTAINED_USAGE_DISCOUNT')
-            else money(0)
-        end as credit_sustained_usage_discount,
-        case
-            when array_length(renamed.credit_entries) > 0
-                then gcp_credits_of_type(renamed.credit_entries, 'COMMITTED_USAGE_DISCOUNT')
-            else money(0)
-        end as credit_committed_usage_discount,
-        case
-            when array_length(renamed.credit_entries) > 0
-                then gcp_credits_of_type(renamed.credit_entries, 'COMMITTED_USAGE_DISCOUNT_DOLLAR_BASE')
-            else money(0)
-        end as credit_committed_usage_discount_dollar_base,
-        case
-            when array_length(renamed.credit_entries) > 0
-                then gcp_credits_of_type(renamed.credit_entries, 'FEE_UTILIZATION_OFFSET')
-            else money(0)
-        end as credit_fee_utilization_offset,
-        case
-            when array_length(renamed.credit_entries) > 0
-                then gcp_credits_of_type(renamed.credit_entries, 'DISCOUNT')
-            else money(0)
-        end as credit_discount,
-        case
-            when array_length(renamed.credit_entries) > 0
-                then gcp_credits_of_type(renamed.credit_entries, 'FREE_TIER')
-            else money(0)
-        end as credit_free_tier,
-        case
-            when array_length(renamed.credit_entries) > 0
-                then gcp_credits_of_type(renamed.credit_entries, 'PROMOTION')
-            else money(0)
-        end as credit_promotion,
-        case
-            when array_length(renamed.credit_entries) > 0
-                then gcp_credits_of_type(renamed.credit_entries, 'RESELLER_MARGIN')
-            else money(0)
-        end as credit_reseller_margin,
-        case
-            when array_length(renamed.credit_entries) > 0
-                then gcp_credits_of_type(renamed.credit_entries, 'SUBSCRIPTION_BENEFIT')
-            else money(0)
-        end as credit_subscription_benefit
+        gcp_credits_total(renamed.credit_entries) as credits_total,
+        gcp_credits_of_type(renamed.credit_entries, 'SUSTAINED_USAGE_DISCOUNT') as credit_sustained_usage_discount,
+        gcp_credits_of_type(renamed.credit_entries, 'COMMITTED_USAGE_DISCOUNT') as credit_committed_usage_discount,
+        gcp_credits_of_type(renamed.credit_entries, 'COMMITTED_USAGE_DISCOUNT_DOLLAR_BASE')
+            as credit_committed_usage_discount_dollar_base,
+        gcp_credits_of_type(renamed.credit_entries, 'FEE_UTILIZATION_OFFSET') as credit_fee_utilization_offset,
+        gcp_credits_of_type(renamed.credit_entries, 'DISCOUNT') as credit_discount,
+        gcp_credits_of_type(renamed.credit_entries, 'FREE_TIER') as credit_free_tier,
+        gcp_credits_of_type(renamed.credit_entries, 'PROMOTION') as credit_promotion,
+        gcp_credits_of_type(renamed.credit_entries, 'RESELLER_MARGIN') as credit_reseller_margin,
+        gcp_credits_of_type(renamed.credit_entries, 'SUBSCRIPTION_BENEFIT') as credit_subscription_benefit
     from renamed
 ),
 

@@ -75,12 +75,21 @@ PROFILE_SOURCES = (
 )
 
 # The sum of a Google Cloud row's credits of one type (0 when it has none), over the row's own
-# credits list: a join or unnest would repeat the row's cost once per credit.
+# credits list: a join or unnest would repeat the row's cost once per credit. A row without
+# credits (most rows of a bill) skips the list work.
 GCP_CREDITS_OF_TYPE = Macro(
     "gcp_credits_of_type",
     ("credit_entries", "credit_type"),
-    "coalesce(list_sum(list_transform(list_filter({credit_entries}, "
-    "lambda credit: credit.type = {credit_type}), lambda credit: credit.amount)), 0)",
+    "case when array_length({credit_entries}) > 0 then coalesce(list_sum(list_transform("
+    "list_filter({credit_entries}, lambda credit: credit.type = {credit_type}), "
+    "lambda credit: credit.amount)), 0) else money(0) end",
+)
+# The sum of all of a row's credits, likewise.
+GCP_CREDITS_TOTAL = Macro(
+    "gcp_credits_total",
+    ("credit_entries",),
+    "case when array_length({credit_entries}) > 0 then coalesce(list_sum(list_transform("
+    "{credit_entries}, lambda credit: credit.amount)), 0) else money(0) end",
 )
 
-MACROS = (GCP_CREDITS_OF_TYPE,)
+MACROS = (GCP_CREDITS_OF_TYPE, GCP_CREDITS_TOTAL)
