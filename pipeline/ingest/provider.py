@@ -7,7 +7,10 @@ the registry and reaches the provider only through these fields.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+import secrets
+import shutil
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -108,6 +111,24 @@ class Provider:
     def default(self) -> Any:
         """Its settings when runcost.toml has no section for it."""
         return self.parse({}, Path.cwd(), "runcost.toml")
+
+
+# the warehouse's folder of the ingests' scratch files (pipeline/run/recovery.py clears what a dead
+# run left there)
+SCRATCH = ".ingest-staging"
+
+
+@contextmanager
+def scratch_folder(warehouse: Path, prefix: str = "") -> Iterator[Path]:
+    """A new folder (not yet created) for one ingest's scratch files under the warehouse's
+    SCRATCH folder; removed when the ingest ends, however it ends, with SCRATCH if left empty."""
+    folder = warehouse / SCRATCH / f"{prefix}{secrets.token_hex(4)}"
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+        if folder.parent.is_dir() and not any(folder.parent.iterdir()):
+            folder.parent.rmdir()
 
 
 def register_files(

@@ -8,6 +8,7 @@ import os
 import shutil
 from pathlib import Path
 
+from pipeline.ingest.provider import SCRATCH
 from pipeline.run.as_of import write_snapshot_database
 from pipeline.run.manifest import rewrite_in_place, write_manifest
 from pipeline.warehouse.commit import check_database
@@ -24,9 +25,6 @@ from pipeline.warehouse.snapshots import (
 log = logging.getLogger("runcost")
 
 
-STAGING = ".ingest-staging"
-
-
 def recover_dead_runs(warehouse: Path) -> None:
     """Under the lock: clean what dead runs left, repair what they broke, record how they ended.
 
@@ -35,7 +33,7 @@ def recover_dead_runs(warehouse: Path) -> None:
     runs (a run holding the lock has not started its own). Each repair is logged.
     """
     removed = recover(warehouse)
-    staging = warehouse / STAGING
+    staging = warehouse / SCRATCH
     if staging.is_dir():
         removed.extend(sorted(staging.iterdir()))
         shutil.rmtree(staging, ignore_errors=True)

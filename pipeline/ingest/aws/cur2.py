@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import logging
-import secrets
-import shutil
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,7 +28,7 @@ from pipeline.ingest.aws.validate import (
 )
 from pipeline.ingest.aws.values import DataFile, check_distinct_files, check_values
 from pipeline.ingest.export_source import ExportSource, LocalExportSource, SourceFile
-from pipeline.ingest.provider import IngestContext
+from pipeline.ingest.provider import IngestContext, scratch_folder
 from pipeline.ingest.redelivery import check_shrink
 from pipeline.warehouse.raw_store import Delivery, RawStore, safe_name, sha256_file
 
@@ -38,7 +36,6 @@ log = logging.getLogger("runcost")
 
 PROVIDER = "aws"
 CONVERTED = "converted"
-_STAGING = ".ingest-staging"
 
 __all__ = ["Delivery", "ExportSource", "LocalExportSource", "SourceFile", "ingest_aws_exports"]
 
@@ -63,13 +60,8 @@ def ingest_aws_exports(
     """
     store = RawStore(context.warehouse / "raw", PROVIDER)
     sources = open_sources(settings)
-    staging = context.warehouse / _STAGING / secrets.token_hex(4)
-    try:
+    with scratch_folder(context.warehouse) as staging:
         return _ingest(context, store, sources, staging, tuple(allow_shrink))
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-        if staging.parent.is_dir() and not any(staging.parent.iterdir()):
-            staging.parent.rmdir()
 
 
 def _ingest(

@@ -6,8 +6,6 @@ import glob
 import hashlib
 import json
 import logging
-import secrets
-import shutil
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,7 +16,7 @@ from pipeline.common.duck import connect
 from pipeline.common.errors import InputError
 from pipeline.ingest.focus.read import read_focus_file
 from pipeline.ingest.focus.settings import DATA_SUFFIXES, FocusSource
-from pipeline.ingest.provider import IngestContext
+from pipeline.ingest.provider import IngestContext, scratch_folder
 from pipeline.ingest.redelivery import check_shrink, invoiced
 from pipeline.ingest.value_rules import check_distinct_files
 from pipeline.warehouse.raw_store import Delivery, RawStore, sha256_file
@@ -28,7 +26,6 @@ log = logging.getLogger("runcost")
 PROVIDER = "focus"
 # Part of every delivery id: a change to how files are read stores the periods afresh.
 READER_VERSION = "2"
-_STAGING = ".ingest-staging"
 
 
 @dataclass
@@ -51,17 +48,14 @@ def ingest_focus_files(
     if not sources:
         return []
     store = RawStore(context.warehouse / "raw", PROVIDER)
-    staging = context.warehouse / _STAGING / f"focus-{secrets.token_hex(4)}"
-    # DuckDB reads and types the files within memory_limit, spilling beside the staging
-    staging.mkdir(parents=True)
-    con = connect(settings=context.duckdb_limits(staging / ".spill"))
-    try:
-        return _ingest(sources, context, store, con, staging, tuple(allow_shrink))
-    finally:
-        con.close()
-        shutil.rmtree(staging, ignore_errors=True)
-        if staging.parent.is_dir() and not any(staging.parent.iterdir()):
-            staging.parent.rmdir()
+    with scratch_folder(context.warehouse, "focus-") as staging:
+        # DuckDB reads and types the files within memory_limit, spilling beside the staging
+        staging.mkdir(parents=True)
+        con = connect(settings=context.duckdb_limits(staging / ".spill"))
+        try:
+            return _ingest(sources, context, store, con, staging, tuple(allow_shrink))
+        finally:
+            con.close()
 
 
 def _ingest(

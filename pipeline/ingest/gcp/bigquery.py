@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import logging
-import secrets
-import shutil
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
@@ -34,7 +32,7 @@ from pipeline.ingest.gcp.partitions import (
 )
 from pipeline.ingest.gcp.settings import GcpSettings
 from pipeline.ingest.gcp.values import check_partition, is_final
-from pipeline.ingest.provider import IngestContext
+from pipeline.ingest.provider import IngestContext, scratch_folder
 from pipeline.ingest.redelivery import check_shrink
 from pipeline.warehouse.raw_store import DELIVERY_FILE, Delivery, RawStore
 
@@ -43,7 +41,6 @@ log = logging.getLogger("runcost")
 PROVIDER = "gcp"
 DATA_FILE = "data.parquet"
 MAX_READS = 3  # reads of one partition before "it keeps changing" fails the run
-_STAGING = ".ingest-staging"
 
 
 @dataclass(frozen=True)
@@ -92,8 +89,7 @@ def ingest_gcp_tables(
     if not settings.tables:
         return GcpIngest()
     store = RawStore(context.warehouse / "raw", PROVIDER)
-    staging = context.warehouse / _STAGING / secrets.token_hex(4)
-    try:
+    with scratch_folder(context.warehouse) as staging:
         return _ingest(
             settings,
             context,
@@ -102,10 +98,6 @@ def ingest_gcp_tables(
             today or datetime.now(UTC).date(),
             tuple(allow_shrink),
         )
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-        if staging.parent.is_dir() and not any(staging.parent.iterdir()):
-            staging.parent.rmdir()
 
 
 def _ingest(

@@ -6,8 +6,6 @@ import glob
 import hashlib
 import logging
 import re
-import secrets
-import shutil
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -25,7 +23,7 @@ from pipeline.ingest.gcp.ndjson_blocks import write_typed
 from pipeline.ingest.gcp.settings import GcpSettings
 from pipeline.ingest.gcp.values import check_rows, is_final
 from pipeline.ingest.precision import note_rounding
-from pipeline.ingest.provider import IngestContext
+from pipeline.ingest.provider import IngestContext, scratch_folder
 from pipeline.ingest.redelivery import check_shrink
 from pipeline.ingest.value_rules import AFRESH, check_distinct_files
 from pipeline.warehouse.raw_store import Delivery, RawStore, sha256_file
@@ -35,7 +33,6 @@ log = logging.getLogger("runcost")
 
 PROVIDER = "gcp"
 DATA_SUFFIXES = (".json", ".jsonl", ".ndjson", ".parquet")
-_STAGING = ".ingest-staging"
 
 
 @dataclass(frozen=True)
@@ -61,18 +58,13 @@ def ingest_gcp_files(
         return []
     store = RawStore(context.warehouse / "raw", PROVIDER)
     sources = _sources(settings.files)
-    staging = context.warehouse / _STAGING / secrets.token_hex(4)
-    try:
+    with scratch_folder(context.warehouse) as staging:
         # read and check every file first: an error leaves raw/ exactly as it was
         staging.mkdir(parents=True)
         parts = DayParts(staging / "parts")
         for export, paths in sources.items():
             _read(export, paths, parts, staging, context)
         return _store(store, parts, list(sources), context, tuple(allow_shrink))
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-        if staging.parent.is_dir() and not any(staging.parent.iterdir()):
-            staging.parent.rmdir()
 
 
 def _sources(patterns: tuple[str, ...]) -> dict[str, list[Path]]:
