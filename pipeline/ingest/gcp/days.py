@@ -1,8 +1,11 @@
 """GCP export rows split by partition day into staged Parquet parts, a batch at a time.
 
-A file is never held whole: its rows are read in batches of BATCH, each day's rows are kept in
-file order and written to that day's part once BUFFERED rows wait in all (the day holding most
-first), so memory stays bounded whatever the file's size and order of days.
+A file is never held whole: its rows are read in batches of BATCH, each batch ordered by day once
+(a stable sort, so a day's rows keep the file's order) and cut into one slice per day; once
+BUFFERED rows wait in all, every day's slices are written to its part as one row group, so memory
+stays bounded whatever the file's size and order of days. An export's rows are in no order of
+days (a BigQuery extract writes every day in every batch): one sort and take per batch costs a
+third of filtering the batch once per day it holds.
 """
 
 from __future__ import annotations
@@ -47,21 +50,23 @@ class DayParts:
                 "column; one of them says which partition day a row belongs to"
             )
         writers: dict[str, pq.ParquetWriter] = {}
-        pending: dict[str, list[pa.RecordBatch]] = defaultdict(list)
-        problem, offset = None, 0
+        pending: list[tuple[pa.RecordBatch, list[tuple[str, int]]]] = []
+        problem, offset, waiting = None, 0, 0
         try:
             for batch in batches:
                 days, found = _days(batch, present, source, offset)
                 problem = problem or found
                 data = batch.select([name for name in names if name not in present])
-                for day in sorted(pc.unique(days).drop_null().to_pylist()):
-                    pending[day].append(data.filter(pc.equal(days, day)))  # keeps file order
+                order = pc.sort_indices(days)  # stable: each day's rows in file order
+                runs = pc.value_counts(days.take(order))  # ascending, a row of no day last
+                counts = zip(runs.field(0).to_pylist(), runs.field(1).to_pylist(), strict=True)
+                pending.append((data.take(order), [(_text(day), n) for day, n in counts]))
                 offset += batch.num_rows
-                while sum(part.num_rows for parts in pending.values() for part in parts) > BUFFERED:
-                    largest = max(pending, key=lambda day: sum(p.num_rows for p in pending[day]))
-                    self._flush(export, source, largest, pending.pop(largest), writers)
-            for day in sorted(pending):
-                self._flush(export, source, day, pending[day], writers)
+                waiting += batch.num_rows
+                if waiting >= BUFFERED:
+                    self._flush(export, source, pending, writers)
+                    pending, waiting = [], 0
+            self._flush(export, source, pending, writers)
         finally:
             for writer in writers.values():
                 writer.close()
@@ -71,25 +76,33 @@ class DayParts:
         self,
         export: str,
         source: Path,
-        day: str,
-        batches: list[pa.RecordBatch],
+        pending: list[tuple[pa.RecordBatch, list[tuple[str, int]]]],
         writers: dict[str, pq.ParquetWriter],
     ) -> None:
-        table = pa.Table.from_batches(batches)
-        if day not in writers:
-            parts = self.parts[(export, day)]
-            folder = self.staging / export / day
-            folder.mkdir(parents=True, exist_ok=True)
-            path = folder / f"part-{len(parts):03d}.parquet"
-            parts.append((source, path))
-            writers[day] = pq.ParquetWriter(path, table.schema)
-        writers[day].write_table(table)
+        """Write each day's slices of the ``pending`` sorted batches (file order) to its part."""
+        slices: dict[str, list[pa.RecordBatch]] = defaultdict(list)
+        for data, runs in pending:
+            start = 0
+            for day, count in runs:
+                if day is not None:  # rows without a partition day are not written
+                    slices[day].append(data.slice(start, count))
+                start += count
+        for day in sorted(slices):
+            table = pa.Table.from_batches(slices[day])
+            if day not in writers:
+                parts = self.parts[(export, day)]
+                folder = self.staging / export / day
+                folder.mkdir(parents=True, exist_ok=True)
+                path = folder / f"part-{len(parts):03d}.parquet"
+                parts.append((source, path))
+                writers[day] = pq.ParquetWriter(path, table.schema)
+            writers[day].write_table(table)
 
 
 def _days(
     batch: pa.RecordBatch, present: list[str], source: Path, offset: int
 ) -> tuple[pa.Array, InputError | None]:
-    """Each row's partition day (YYYY-MM-DD, NULL where it has none), and the first such row."""
+    """Each row's partition day (a date, NULL where it has none), and the first such row."""
     if present:
         where = f"{source}: {present[0]}"
         days = []
@@ -97,26 +110,30 @@ def _days(
             try:
                 days.append(_day(value, where))
             except InputError as error:
-                return pa.nulls(batch.num_rows, pa.string()), error
-        return pa.array(days, pa.string()), None
+                return pa.nulls(batch.num_rows, pa.date32()), error
+        return pa.array(days, pa.date32()), None
     # the UTC day of each export_time, computed over the column (a row at a time in Python
     # cost 13 CPU s per 1M rows; strftime 0.92 against 0.07 through a date)
     exported = pc.cast(batch.column("export_time"), pa.timestamp("us", tz="UTC"))
-    days = pc.cast(pc.cast(exported, pa.date32()), pa.string())
+    days = pc.cast(exported, pa.date32())
     if not days.null_count:
         return days, None
     row = offset + pc.index(pc.is_null(days), True).as_py() + 1
     return days, InputError(f"{source}: row {row}: no partition day (export_time is empty)")
 
 
-def _day(value: Any, where: str) -> str:
+def _text(day: date | None) -> str | None:
+    return None if day is None else day.isoformat()
+
+
+def _day(value: Any, where: str) -> date:
     if isinstance(value, datetime):
         moment = value.astimezone(UTC) if value.tzinfo else value
-        return moment.date().isoformat()
+        return moment.date()
     if isinstance(value, date):
-        return value.isoformat()
+        return value
     text = str(value)[:10]
     try:
-        return date.fromisoformat(text).isoformat()
+        return date.fromisoformat(text)
     except ValueError as error:
         raise InputError(f"{where}: {value!r} is not a date (YYYY-MM-DD)") from error

@@ -92,6 +92,10 @@ def _gcp_expr(path: str, leaf: str, wanted: pa.DataType, present: pa.DataType | 
     """A DuckDB expression reading ``path`` (of Arrow type ``present``) as ``wanted``."""
     if present is None:
         return f"cast(null as {_duck_type(wanted, leaf)})"
+    if _as_wanted(present, wanted, leaf):
+        # read as it is: a record rebuilt field by field (a list element by element) costs
+        # about 0.6 CPU s per 1M rows of the benchmark's export, for the same values
+        return path
     if pa.types.is_struct(wanted):
         if not pa.types.is_struct(present):
             raise InputError(f"column {leaf} is {present}, not a RECORD (struct)")
@@ -121,6 +125,30 @@ def _gcp_expr(path: str, leaf: str, wanted: pa.DataType, present: pa.DataType | 
             return f"timezone('UTC', {path})"  # the export's timestamps are UTC
         return f"cast({path} as timestamp with time zone)"
     return f"cast({path} as {_duck_type(wanted, leaf)})"
+
+
+def _as_wanted(present: pa.DataType, wanted: pa.DataType, leaf: str) -> bool:
+    """Whether DuckDB reads a column (or field) of Arrow type ``present`` as the type
+    _gcp_expr makes of ``wanted``: no money or quantity (DECIMAL_LEAVES) inside, timestamps of
+    a zone, records of the same fields in the same order."""
+    if pa.types.is_struct(wanted):
+        return (
+            pa.types.is_struct(present)
+            and [field.name for field in present] == [field.name for field in wanted]
+            and all(
+                _as_wanted(present.field(index).type, field.type, f"{leaf}.{field.name}")
+                for index, field in enumerate(wanted)
+            )
+        )
+    if pa.types.is_list(wanted):
+        return pa.types.is_list(present) and _as_wanted(present.value_type, wanted.value_type, leaf)
+    if leaf in gcp_billing.DECIMAL_LEAVES:
+        return False
+    if pa.types.is_timestamp(wanted):
+        return pa.types.is_timestamp(present) and present.unit == "us" and bool(present.tz)
+    if pa.types.is_string(wanted):
+        return pa.types.is_string(present) or pa.types.is_large_string(present)
+    return present == wanted
 
 
 def _duck_type(kind: pa.DataType, leaf: str) -> str:
