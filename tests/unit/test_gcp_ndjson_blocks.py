@@ -147,6 +147,9 @@ def test_days_are_split_in_bounded_batches_keeping_the_file_order(tmp_path, monk
     write_lines(tmp_path / "export" / "a.json", [json.dumps(item) for item in rows])
     monkeypatch.setattr(gcp_days, "BUFFERED", 5)
     monkeypatch.setattr("pipeline.ingest.gcp.files.BATCH", 3)
+    # the block reader's rows are split as they are typed: a few rows at a time
+    monkeypatch.setattr(gcp_ndjson_blocks, "BLOCK", 1024)
+    monkeypatch.setattr(gcp_ndjson_blocks, "ROW_GROUP", 3)
     deliveries = ingest_with(ingest_gcp_files, config(tmp_path, "export"))
     assert [d.billing_period for d in deliveries] == ["2026-10-12", "2026-10-13", "2026-10-14"]
     for offset, delivery in enumerate(deliveries):
@@ -156,3 +159,26 @@ def test_days_are_split_in_bounded_batches_keeping_the_file_order(tmp_path, monk
         assert costs == [number / 4 for number in range(offset, 40, 3)]
         assert pq.read_schema(part) == pq.read_schema(deliveries[0].files[0])
     assert set(pq.read_schema(deliveries[0].files[0]).names) <= set(gcp_billing.TYPES)
+
+
+def test_rows_split_before_a_block_needing_the_row_decoder_are_split_once(tmp_path, monkeypatch):
+    # the blocks before the last are typed and split by day; the last line (a timestamp with an
+    # offset) sends the file to the row decoder, whose rows replace every part written so far
+    rows = [extract_row(number, cost=number / 4) for number in range(40)]
+    rows.append(extract_row(40, cost=10, export_time="2026-10-12T16:04:05+00:00"))
+    write_lines(tmp_path / "export" / "a.json", [json.dumps(item) for item in rows])
+    monkeypatch.setattr(gcp_days, "BUFFERED", 5)
+    monkeypatch.setattr(gcp_ndjson_blocks, "BLOCK", 1024)
+    monkeypatch.setattr(gcp_ndjson_blocks, "ROW_GROUP", 3)
+    deliveries = ingest_with(ingest_gcp_files, config(tmp_path, "export"))
+    costs = {
+        delivery.billing_period: [
+            cost for part in delivery.files for cost in pq.read_table(part)["cost"].to_pylist()
+        ]
+        for delivery in deliveries
+    }
+    assert costs == {
+        "2026-10-12": [number / 4 for number in range(0, 40, 3)] + [10],
+        "2026-10-13": [number / 4 for number in range(1, 40, 3)],
+        "2026-10-14": [number / 4 for number in range(2, 40, 3)],
+    }

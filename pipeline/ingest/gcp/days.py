@@ -72,6 +72,20 @@ class DayParts:
                 writer.close()
         return problem
 
+    def discard(self, export: str, source: Path) -> None:
+        """Forget and delete the parts written from ``source`` (a split stopped part way)."""
+        for key in [key for key in self.parts if key[0] == export]:
+            kept = []
+            for item in self.parts[key]:
+                if item[0] == source:
+                    item[1].unlink(missing_ok=True)
+                else:
+                    kept.append(item)
+            if kept:
+                self.parts[key] = kept
+            else:
+                del self.parts[key]
+
     def _flush(
         self,
         export: str,
