@@ -395,7 +395,8 @@ def test_a_full_disk_while_a_csv_is_streamed_is_not_blamed_on_the_csv(
     def full(*_args: object, **_kwargs: object) -> None:
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(pq.ParquetWriter, "write_batch", full)
+    # every Parquet write of pyarrow's (write_batch too) goes through write_table
+    monkeypatch.setattr(pq.ParquetWriter, "write_table", full)
     with pytest.raises(OSError) as error:
         ingest_with(ingest_focus_files, config(tmp_path, "focus/sample.csv"))
     assert not isinstance(error.value, InputError) and error.value.errno == errno.ENOSPC

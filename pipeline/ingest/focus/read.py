@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 from pipeline.common.duck import identifier, literal
 from pipeline.common.errors import InputError
 from pipeline.ingest import value_rules
+from pipeline.ingest.focus import csv_blocks
 from pipeline.ingest.focus import write as focus_write
 from pipeline.ingest.precision import note_rounding
 from pipeline.ingest.unreadable import (
@@ -81,11 +82,66 @@ def read_focus_file(
     part: Callable[[str], Path],
 ) -> ReadFile:
     """Write ``path`` typed (canonical FOCUS names, plus extra columns) as ``part(period)`` for
-    each billing period it holds, checked in the same pass; or say what is wrong. The file is
-    read through a view (a CSV first as text into ``scratch``), so no copy is held in memory."""
-    names, native = _load_text(con, path, scratch.with_name(f"{scratch.stem}-text.parquet"))
+    each billing period it holds, checked in the same pass; or say what is wrong. A CSV is typed
+    block by block (csv_blocks.py); a Parquet file, or a CSV the blocks leave to the row pass
+    (written as text into ``scratch`` first), is read through a view: no copy is held in
+    memory."""
+    text_file = scratch.with_name(f"{scratch.stem}-text.parquet")
+    is_csv = not path.name.lower().endswith(".parquet")
+    if is_csv:  # a CSV is read as text only by the row pass
+        names = _csv_header(path)
+        _check_names(names, path)
+        native = dict.fromkeys(names, "VARCHAR")
+    else:
+        names, native = _load_text(con, path, text_file)
     mapping, extras = _map_columns(names, path)
-    version = detect_version(names, path)
+    try:
+        version = detect_version(names, path)
+        _check_required(path, version, mapping, provider_name)
+    except InputError:
+        if is_csv:  # a CSV that does not read is refused for that first
+            _load_text(con, path, text_file)
+        raise
+    plan = focus_write.plan(mapping, native, provider_name, _parse, _MONEY)
+    if is_csv:
+        columns = csv_blocks.Columns(
+            SOURCE_LINE,
+            (SOURCE_FILE, relative),
+            tuple(
+                (name, None if name == "ProviderName" and provider_name else mapping[name])
+                for name, _expression in plan.typed
+            ),
+            tuple(extras),
+        )
+        try:
+            written = csv_blocks.write_csv(con, path, names, NULL_TEXT, plan, columns, part)
+        except csv_blocks.Unsure:
+            _load_text(con, path, text_file)
+        else:
+            read = ReadFile(version, written.rows, tuple(extras), written.periods)
+            return _typed(con, path, mapping, plan, read, part, rounds=written.may_round)
+    select = [f"{_LINE} as {SOURCE_LINE}", f"{literal(relative)} as {SOURCE_FILE}"]
+    select += [f"{expression} as {name}" for name, expression in plan.typed]
+    select += [
+        f"{focus_write.text_of(name, native[name])} as {identifier(name)}" for name in extras
+    ]
+    with reading(str(path), WHOLE_COPY):  # a Parquet file's pages are decoded here
+        periods = focus_write.periods(con, plan)
+        try:
+            rows = focus_write.write(con, select, plan, periods, scratch, part, guarded=True)
+        except focus_write.Flagged:
+            # only a file with a value the pass flags pays for naming the first bad row
+            _check_values(con, path, mapping, provider_name)
+            rows = focus_write.write(con, select, plan, periods, scratch, part, guarded=False)
+    con.execute(f"drop view {_TEXT}")
+    con.execute(f"drop view {focus_write.SOURCE}")
+    read = ReadFile(version, rows, tuple(extras), periods)
+    return _typed(con, path, mapping, plan, read, part, rounds=True)
+
+
+def _check_required(
+    path: Path, version: str, mapping: dict[str, str], provider_name: str | None
+) -> None:
     missing = [
         name
         for name in focus.REQUIRED
@@ -102,29 +158,28 @@ def read_focus_file(
                 else ""
             )
         )
-    plan = focus_write.plan(mapping, native, provider_name, _parse, _MONEY)
-    select = [f"{_LINE} as {SOURCE_LINE}", f"{literal(relative)} as {SOURCE_FILE}"]
-    select += [f"{expression} as {name}" for name, expression in plan.typed]
-    select += [
-        f"{focus_write.text_of(name, native[name])} as {identifier(name)}" for name in extras
-    ]
-    with reading(str(path), WHOLE_COPY):  # a Parquet file's pages are decoded here
-        periods = focus_write.periods(con, plan)
-        try:
-            rows = focus_write.write(con, select, plan, periods, scratch, part, guarded=True)
-        except focus_write.Flagged:
-            # only a file with a value the pass flags pays for naming the first bad row
-            _check_values(con, path, mapping, provider_name)
-            rows = focus_write.write(con, select, plan, periods, scratch, part, guarded=False)
-    con.execute(f"drop view {_TEXT}")
-    con.execute(f"drop view {focus_write.SOURCE}")
-    if not periods:
-        return ReadFile(version, rows, tuple(extras), periods)
-    files = ", ".join(literal(str(part(period))) for period in periods)
+
+
+def _typed(
+    con: duckdb.DuckDBPyConnection,
+    path: Path,
+    mapping: dict[str, str],
+    plan: focus_write.Plan,
+    read: ReadFile,
+    part: Callable[[str], Path],
+    *,
+    rounds: bool,
+) -> ReadFile:
+    """``read``, its parts as the view focus_typed, their values checked and the rounding
+    noted (``rounds``: some amount may carry more than 10 decimal places)."""
+    if not read.periods:
+        return read
+    files = ", ".join(literal(str(part(period))) for period in read.periods)
     con.execute(f"create or replace temp view {TYPED} as select * from read_parquet([{files}])")
     _check_typed(con, path, mapping)
-    note_rounding(con, TYPED, list(plan.may_round), str(path))
-    return ReadFile(version, rows, tuple(extras), periods)
+    if rounds:
+        note_rounding(con, TYPED, list(plan.may_round), str(path))
+    return read
 
 
 def detect_version(names: list[str], path: Path) -> str:

@@ -32,14 +32,16 @@ class Flagged(Exception):
 @dataclass(frozen=True)
 class Plan:
     """How one file is typed: (FOCUS name, SQL) per written column, in FOCUS order; the SQL
-    conditions flagging a row (over the typed names and the helper texts); the helper texts;
-    the money columns whose values may carry more than 10 decimal places."""
+    conditions flagging a value (each over one typed name or helper text); the helper texts;
+    the money columns whose values may carry more than 10 decimal places; the columns a NULL
+    in is flagged."""
 
     typed: tuple[tuple[str, str], ...]
     flags: tuple[str, ...]
     texts: tuple[tuple[str, str], ...]
     may_round: tuple[str, ...]
     period: str
+    required: tuple[str, ...]
 
 
 def text_of(column: str, kind: str) -> str:
@@ -65,6 +67,7 @@ def plan(
     flags: list[str] = []
     texts: list[tuple[str, str]] = []
     may_round: list[str] = []
+    required: list[str] = []
     period = ""
     for name, kind in focus.KINDS.items():
         if name == "ProviderName" and provider_name:
@@ -74,7 +77,6 @@ def plan(
             continue
         column = mapping[name]
         native = kinds[column]
-        required = name in focus.NOT_NULL
         limit = value_rules.MAX_QUANTITY if name.endswith("Quantity") else value_rules.MAX_AMOUNT
         decimal = _DECIMAL.fullmatch(native)
         if kind == "decimal" and decimal and int(decimal[2]) <= 18:
@@ -107,12 +109,12 @@ def plan(
                 )
                 flags.append(f"({rule.bad})")
                 may_round.append(name)
-        if required:
-            flags.append(f"{name} is null")
+        if name in focus.NOT_NULL:
+            required.append(name)
         typed.append((name, expression))
         if name == "BillingPeriodStart":
             period = expression
-    return Plan(tuple(typed), tuple(flags), tuple(texts), tuple(may_round), period)
+    return Plan(tuple(typed), tuple(flags), tuple(texts), tuple(may_round), period, tuple(required))
 
 
 def periods(con: duckdb.DuckDBPyConnection, plan: Plan) -> tuple[str, ...]:
@@ -140,7 +142,8 @@ def write(
     helpers = [f"{text} as {helper}" for helper, text in plan.texts]
     inner = f"select {', '.join([*select, *helpers])} from {SOURCE}"
     kept = f" exclude ({', '.join(helper for helper, _text in plan.texts)})" if plan.texts else ""
-    flagged = " or ".join(f"({flag})" for flag in plan.flags)
+    flags = [*plan.flags, *(f"{name} is null" for name in plan.required)]
+    flagged = " or ".join(f"({flag})" for flag in flags)
     where = (
         f" where case when {flagged} then error({literal(_FLAGGED)}) else true end"
         if guarded and flagged
