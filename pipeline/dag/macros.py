@@ -46,16 +46,19 @@ FIRST_SLICE_TAKES_REST = Macro(
 EXACT_DECIMAL = Macro("exact_decimal", ("value",), EXACT_DECIMAL_SQL)
 
 # A line's id, unique across sources without a lookup: the source's range (0 AWS CUR 2.0, 1 the
-# Google Cloud billing export, 2 FOCUS files) times 2^56, plus the file's index among the
-# delivered files times 2^32, plus the line's row in its file (from 1).
+# Google Cloud billing export, 2 FOCUS files) times 2^56, plus the file's index times 2^28, plus
+# the line's row in its file (from 0, below 2^28). The file index is its billing period's key
+# and its place among the period's files (pipeline/ingest/provider.py register_files): a
+# period's line ids never depend on another period's deliveries.
 LINE_ID = Macro(
     "line_id_of",
     ("source_range", "file_index", "source_line"),
-    "({source_range} * 72057594037927936 + {file_index} * 4294967296 + {source_line})",
+    "({source_range} * 72057594037927936 + {file_index} * cast(268435456 as bigint)"
+    " + {source_line})",
 )
 
 # The file a line id came from (its range and file index): equal for every line of one file.
-FILE_OF_LINE = Macro("file_of_line_id", ("line_id",), "({line_id} // 4294967296)")
+FILE_OF_LINE = Macro("file_of_line_id", ("line_id",), "({line_id} // cast(268435456 as bigint))")
 
 # The start of the hour a timestamp falls in, in microseconds since the epoch: date_trunc('hour',
 # t) in the build's time zone, UTC, as a BIGINT. Truncating a TIMESTAMPTZ, or adding an interval to

@@ -12,9 +12,11 @@ import shutil
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pipeline.common.errors import InputError
 from pipeline.common.macro import Macro
 
 if TYPE_CHECKING:  # imported only for the types: config loads the registry on every command
@@ -113,6 +115,14 @@ class Provider:
         return self.parse({}, Path.cwd(), "runcost.toml")
 
 
+# A line id holds its file's index in 28 bits (pipeline/dag/macros.py line_id_of): the period's
+# key (days from KEY_EPOCH to its first day) in 15, its file's place among the period's in 13
+PERIOD_FILES = 1 << 13
+FILE_ROWS = 1 << 28  # a line's row in its file, from 0, is below it
+PERIOD_KEYS = 1 << 15
+KEY_EPOCH = date(2000, 1, 1)
+KEY_LAST = date.fromordinal(KEY_EPOCH.toordinal() + PERIOD_KEYS - 1)
+
 # the warehouse's folder of the ingests' scratch files (pipeline/run/recovery.py clears what a dead
 # run left there)
 SCRATCH = ".ingest-staging"
@@ -138,13 +148,34 @@ def register_files(
     period_column: str = "billing_period",
 ) -> list[Path]:
     """``relation`` (a provider's raw.*_files): one row per data file of ``deliveries``, numbered
-    (file_index, which line ids are made of) in the order of export, period and path; returns
-    the files in that order."""
-    files = [
-        (path, delivery)
-        for delivery in sorted(deliveries, key=lambda item: (item.export, item.billing_period))
-        for path in sorted(delivery.files)
-    ]
+    (file_index, which line ids are made of) by billing period: the period's key
+    (``period_key``) times PERIOD_FILES plus the file's place among the period's files, in the
+    order of export and path. A delivery of one period never moves the line ids of another, so
+    a period whose deliveries stay keeps its line ids whatever else is delivered. Returns the
+    files in file_index order."""
+    import pyarrow.parquet as pq  # here: config loads the registry on every command
+
+    by_key: dict[int, list[tuple[Path, Delivery]]] = {}
+    for delivery in sorted(deliveries, key=lambda item: (item.export, item.billing_period)):
+        listed = by_key.setdefault(period_key(delivery.billing_period, delivery.folder), [])
+        listed += [(path, delivery) for path in sorted(delivery.files)]
+    files: list[tuple[int, Path, Delivery]] = []
+    for key, listed in sorted(by_key.items()):
+        if len(listed) > PERIOD_FILES:
+            folders = ", ".join(sorted({str(delivery.folder) for _path, delivery in listed}))
+            raise InputError(
+                f"{folders}: {len(listed):,} data files for billing period "
+                f"{listed[0][1].billing_period}, more than the {PERIOD_FILES:,} one period's "
+                "line ids can number; export the period in fewer, larger files and run again"
+            )
+        files += [(key * PERIOD_FILES + place, *item) for place, item in enumerate(listed)]
+    for _index, path, _delivery in files:
+        rows = pq.read_metadata(path).num_rows  # the footer only
+        if rows > FILE_ROWS:
+            raise InputError(
+                f"{path}: {rows:,} rows in one data file, more than the {FILE_ROWS:,} a "
+                "file's line ids can number; export the period in smaller files and run again"
+            )
     con.execute(
         f"create or replace table {relation} (filename varchar, file_index bigint, "
         f"delivery_id varchar, export_name varchar, {period_column} varchar, source_file varchar)"
@@ -161,10 +192,36 @@ def register_files(
                     delivery.billing_period,
                     source_file_name(path, delivery.folder),
                 )
-                for index, (path, delivery) in enumerate(files)
+                for index, path, delivery in files
             ],
         )
-    return [path for path, _delivery in files]
+    return [path for _index, path, _delivery in files]
+
+
+def period_key(period: str, folder: Path | None = None) -> int:
+    """The days from KEY_EPOCH to the first day of a delivery's billing period (YYYY-MM,
+    YYYYMM, or a partition day YYYY-MM-DD; ``folder``: the delivery, named in the error), below
+    PERIOD_KEYS: file indexes of different periods never meet."""
+    where = f"{folder}: " if folder is not None else ""
+    text = period.replace("-", "")
+    day = None
+    if len(text) in (6, 8) and text.isascii() and text.isdigit():
+        try:
+            day = date(int(text[:4]), int(text[4:6]), int(text[6:8]) if len(text) == 8 else 1)
+        except ValueError:
+            day = None
+    if day is None:
+        raise InputError(
+            f"{where}billing period {period!r} is not a month (YYYY-MM, YYYYMM) or a day "
+            "(YYYY-MM-DD); remove that delivery folder from raw/ and run again"
+        )
+    key = (day - KEY_EPOCH).days
+    if not 0 <= key < PERIOD_KEYS:
+        raise InputError(
+            f"{where}billing period {period} is outside {KEY_EPOCH} to {KEY_LAST}, the periods "
+            "runcost numbers line ids for; remove that delivery folder from raw/ and run again"
+        )
+    return key
 
 
 def source_file_name(path: Path, folder: Path) -> str:

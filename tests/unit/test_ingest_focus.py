@@ -16,6 +16,7 @@ from focus_world import HEADER_1_0, row, write_azure_parquet, write_mixed_csv
 
 from pipeline.common.errors import ConfigError, InputError
 from pipeline.config.loader import Config, parse_config
+from pipeline.ingest.focus import read as focus_read
 from pipeline.ingest.focus.files import ingest_focus_files
 from pipeline.ingest.focus.raw import register_focus
 from pipeline.warehouse.raw_store import DELIVERY_FILE, Delivery
@@ -292,6 +293,25 @@ def test_a_row_without_billing_currency_is_refused(tmp_path: Path) -> None:
     with pytest.raises(InputError) as error:
         ingest_with(ingest_focus_files, config(tmp_path, "f.csv"))
     assert "f.csv: row 2 (after the header), column BillingCurrency: is empty" in str(error.value)
+    assert_nothing_stored(tmp_path)
+
+
+def test_a_file_with_more_rows_than_its_line_ids_number_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A line keeps its row in the original file, whatever period's part holds it: the limit is
+    on the file's rows, though each part holds fewer (2^28 rows are too many to write here: the
+    limit is lowered to 2)."""
+    monkeypatch.setattr(focus_read, "FILE_ROWS", 2)
+    write_mixed_csv(tmp_path / "f.csv", [row("AWS", 9), row("AWS", 10), row("AWS", 10)])
+    with pytest.raises(InputError) as error:
+        ingest_with(ingest_focus_files, config(tmp_path, "f.csv"))
+    message = str(error.value)
+    assert "\n" not in message
+    assert message.endswith(
+        "f.csv: 3 rows in one file, more than the 2 a file's line ids can number; export the "
+        "period in smaller files and run again"
+    )
     assert_nothing_stored(tmp_path)
 
 

@@ -91,21 +91,21 @@ def test_line_ids_are_disjoint_per_source_and_name_their_file() -> None:
         "line_id_of(source_range, file_index, source_line) as line_id, "
         "file_of_line_id(line_id_of(source_range, file_index, source_line)) as file_key "
         "from (select unnest([0, 1, 2]) as source_range), "
-        "(select unnest([0, 1, 65535]) as file_index), "
-        "(select unnest([1, 4294967295]) as source_line)",
+        "(select unnest([0, 1, 268435455]) as file_index), "
+        "(select unnest([1, 268435455]) as source_line)",
         "x",
     )
     rows = duckdb.connect().execute(sql).fetchall()
     assert len({row[3] for row in rows}) == len(rows) == 18  # no two (source, file, row) collide
     for source_range, file_index, source_line, line_id, file_key in rows:
-        assert line_id == source_range * 2**56 + file_index * 2**32 + source_line
-        assert file_key == source_range * 2**24 + file_index  # one key per file, whatever the row
+        assert line_id == source_range * 2**56 + file_index * 2**28 + source_line
+        assert file_key == source_range * 2**28 + file_index  # one key per file, whatever the row
 
 
 def test_the_line_id_rule_is_written_once() -> None:
-    """No model multiplies by 2^32 itself: the staging models call line_id_of."""
+    """No model multiplies by 2^28 itself: the staging models call line_id_of."""
     copies = [
-        path.name for path in sql_root().rglob("*.sql") if "4294967296" in path.read_text("utf-8")
+        path.name for path in sql_root().rglob("*.sql") if "268435456" in path.read_text("utf-8")
     ]
     assert copies == []
     assert callers("line_id_of(") == [

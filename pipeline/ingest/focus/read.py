@@ -21,6 +21,7 @@ from pipeline.ingest import value_rules
 from pipeline.ingest.focus import csv_blocks
 from pipeline.ingest.focus import write as focus_write
 from pipeline.ingest.precision import note_rounding
+from pipeline.ingest.provider import FILE_ROWS
 from pipeline.ingest.unreadable import (
     GZIP_ERRORS,
     check_gzip,
@@ -172,6 +173,11 @@ def _typed(
 ) -> ReadFile:
     """``read``, its parts as the view focus_typed, their values checked and the rounding
     noted (``rounds``: some amount may carry more than 10 decimal places)."""
+    if read.rows > FILE_ROWS:  # its lines keep their row in this file, whatever part holds them
+        raise InputError(
+            f"{path}: {read.rows:,} rows in one file, more than the {FILE_ROWS:,} a file's line "
+            "ids can number; export the period in smaller files and run again"
+        )
     if not read.periods:
         return read
     files = ", ".join(literal(str(part(period))) for period in read.periods)
