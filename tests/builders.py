@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from functools import cache
 from pathlib import Path
@@ -18,6 +18,7 @@ from pipeline.config.loader import Config, parse_config
 from pipeline.dag.build import BuildReport, build
 from pipeline.dag.models import Model, discover
 from pipeline.dag.pools import pool_models
+from pipeline.ingest.provider import FILE_ROWS, KEY_EPOCH, PERIOD_FILES
 from pipeline.run.settings import write_period_settings, write_pool_settings
 from pipeline.run.sources import register_sources
 from pipeline.telemetry import canonical
@@ -80,7 +81,7 @@ def cur_line(**overrides: Any) -> dict[str, Any]:
 def write_cur(tmp_path: Path, lines: Sequence[Mapping[str, Any]]) -> list[Delivery]:
     """Write the lines as AWS delivers them: one delivery per billing period (the month of
     bill_billing_period_start_date, 2026-10 without one), each one Parquet file. Lines of one
-    period keep their order, so with a single period line i gets line_id i."""
+    period keep their order: line i of a period is row i of its file (``line_id``)."""
     periods: dict[str, list[Mapping[str, Any]]] = {}
     for line in lines:
         start = line.get("bill_billing_period_start_date")
@@ -104,6 +105,18 @@ def write_cur(tmp_path: Path, lines: Sequence[Mapping[str, Any]]) -> list[Delive
             )
         )
     return deliveries
+
+
+def line_id(row: int, period: str = PERIOD, source_range: int = 0, place: int = 0) -> int:
+    """The line id of row ``row`` (from 0) of the file at ``place`` among the files of billing
+    period ``period`` (YYYY-MM, or a GCP partition day YYYY-MM-DD) of source range
+    ``source_range`` (0 AWS, 1 GCP, 2 FOCUS): the range times 2^56, plus the file index (the
+    period's days from KEY_EPOCH times PERIOD_FILES, plus the place) times FILE_ROWS, plus the
+    row."""
+    day = int(period[8:10]) if len(period) == 10 else 1
+    first = date(int(period[:4]), int(period[5:7]), day)
+    file_index = (first - KEY_EPOCH).days * PERIOD_FILES + place
+    return source_range * 2**56 + file_index * FILE_ROWS + row
 
 
 def telemetry_table(name: str, rows: Iterable[Mapping[str, Any]]) -> pa.Table:

@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 from pipeline.warehouse.raw_store import Delivery
 from schemas import gcp_billing
 
-LINE_ID_BASE = 2**56
+DAY = "2026-10-12"  # the partition day of the rows and of write_gcp's delivery
 
 
 def gcp_row(**overrides: Any) -> dict[str, Any]:
@@ -62,7 +62,7 @@ def write_gcp(
     folder: Path,
     rows: Sequence[Mapping[str, Any]],
     schema: pa.Schema | None = None,
-    day: str = "2026-10-12",
+    day: str = DAY,
 ) -> Delivery:
     """Write rows as one Parquet file of a provider="gcp" delivery (detailed schema by default)."""
     folder.mkdir(parents=True, exist_ok=True)

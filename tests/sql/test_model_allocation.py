@@ -5,7 +5,7 @@ from __future__ import annotations
 from decimal import Decimal
 
 import pytest
-from builders import at, cur_line, records
+from builders import at, cur_line, line_id, records
 
 D = Decimal
 
@@ -76,10 +76,12 @@ def test_gpu_seconds_over_the_charge_period(build):
 
     # a1 holds 1 GPU for 3600 s of the hour, a2 2 GPUs for 1800 s; a3 starts after it
     assert slices(con) == [
-        (0, "shared", "a1", "eks", None, D("0.5")),
-        (0, "shared", "a2", "eks", None, D("0.5")),
+        (line_id(0), "shared", "a1", "eks", None, D("0.5")),
+        (line_id(0), "shared", "a2", "eks", None, D("0.5")),
     ]
-    assert slices(con, "marginal") == [(0, "unallocated", None, None, "no_matching_attempt", D(1))]
+    assert slices(con, "marginal") == [
+        (line_id(0), "unallocated", None, None, "no_matching_attempt", D(1))
+    ]
     assert report.check_failures == []
 
 
@@ -149,12 +151,12 @@ def test_pooled_line_without_eligible_attempts(build):
     con, report = build(lines, ATTEMPTS, [], config=pool(driver="even"))
 
     assert slices(con) == [
-        (0, "unallocated", None, "eks", "pool_no_eligible_attempts", D(2)),
-        (1, "unallocated", None, None, "no_resource_id", D(5)),
+        (line_id(0), "unallocated", None, "eks", "pool_no_eligible_attempts", D(2)),
+        (line_id(1), "unallocated", None, None, "no_resource_id", D(5)),
     ]
     assert slices(con, "marginal") == [
-        (0, "unallocated", None, None, "no_matching_attempt", D(2)),
-        (1, "unallocated", None, None, "no_resource_id", D(5)),
+        (line_id(0), "unallocated", None, None, "no_matching_attempt", D(2)),
+        (line_id(1), "unallocated", None, None, "no_resource_id", D(5)),
     ]
     unallocated = records(
         con,
@@ -273,10 +275,10 @@ def test_pool_takes_the_unattributed_rest_of_a_partly_placed_line(build):
     con, report = build(lines, attempts, resources, config=config)
 
     assert slices(con) == [
-        (0, "attributed", "a2", None, None, D(12)),
-        (0, "attributed", "a3", None, None, D(21)),
-        (0, "shared", "a2", "idle", None, D("1.5")),
-        (0, "shared", "a3", "idle", None, D("1.5")),
+        (line_id(0), "attributed", "a2", None, None, D(12)),
+        (line_id(0), "attributed", "a3", None, None, D(21)),
+        (line_id(0), "shared", "a2", "idle", None, D("1.5")),
+        (line_id(0), "shared", "a3", "idle", None, D("1.5")),
     ]
     costs = records(
         con,
@@ -297,6 +299,6 @@ def test_attributed_lines_are_not_pooled(build):
 
     con, report = build(lines, ATTEMPTS, [], config=pool(driver="even"))
 
-    assert slices(con) == [(0, "attributed", "a3", None, None, D(6))]
+    assert slices(con) == [(line_id(0), "attributed", "a3", None, None, D(6))]
     assert records(con, "select count(*) as n from allocation.pool_shares") == [{"n": 0}]
     assert report.check_failures == []

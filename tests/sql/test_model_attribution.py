@@ -5,7 +5,7 @@ from __future__ import annotations
 from decimal import Decimal
 
 import pytest
-from builders import at, cur_line, records
+from builders import at, cur_line, line_id, records
 
 D = Decimal
 
@@ -75,9 +75,9 @@ def test_attempt_tag_places_the_whole_line_before_resource_time(build):
 
     con, report = build(lines, attempts, resources)
 
-    assert placed(con) == [(0, "att-1", "exp-1", "tag", "billed", D(30))]
+    assert placed(con) == [(line_id(0), "att-1", "exp-1", "tag", "billed", D(30))]
     assert left_over(con) == []
-    assert shares(con) == {(0, "att-1"): 1.0}
+    assert shares(con) == {(line_id(0), "att-1"): 1.0}
     costs = records(
         con,
         "select attempt_id, billed_cost, list_cost, estimated_cost from marts.attempt_costs "
@@ -102,7 +102,10 @@ def test_unknown_attempt_tag_is_left_with_its_reason(build):
     con, report = build(lines, [attempt("att-1", at(10), at(11))], [held("att-1", "i-b")])
 
     assert placed(con) == []
-    assert left_over(con) == [(0, "unknown_attempt_tag", D(5)), (1, "unknown_attempt_tag", D(7))]
+    assert left_over(con) == [
+        (line_id(0), "unknown_attempt_tag", D(5)),
+        (line_id(1), "unknown_attempt_tag", D(7)),
+    ]
     assert report.check_failures == []
 
 
@@ -118,8 +121,8 @@ def test_unknown_attempt_tag_falls_through_to_resource_time(build):
 
     con, report = build(lines, attempts, [held("att-1", "i-a")])
 
-    assert placed(con) == [(0, "att-1", "exp-1", "resource_time", "estimated", D(4))]
-    assert left_over(con) == [(0, "outside_any_attempt", D(4))]
+    assert placed(con) == [(line_id(0), "att-1", "exp-1", "resource_time", "estimated", D(4))]
+    assert left_over(con) == [(line_id(0), "outside_any_attempt", D(4))]
     assert report.check_failures == []
 
 
@@ -140,11 +143,11 @@ def test_experiment_tag_places_the_line_on_the_experiment_alone(build):
     )
 
     assert placed(con) == [
-        (0, None, "exp-1", "experiment_tag", "billed", D("1.5")),
-        (1, None, "exp-2", "experiment_tag", "billed", D("2.5")),
-        (2, None, "exp-1", "experiment_tag", "billed", D("3.5")),
+        (line_id(0), None, "exp-1", "experiment_tag", "billed", D("1.5")),
+        (line_id(1), None, "exp-2", "experiment_tag", "billed", D("2.5")),
+        (line_id(2), None, "exp-1", "experiment_tag", "billed", D("3.5")),
     ]
-    assert left_over(con) == [(3, "unknown_experiment_tag", D("4.5"))]
+    assert left_over(con) == [(line_id(3), "unknown_experiment_tag", D("4.5"))]
     experiments = records(
         con,
         "select experiment_id, effective_cost, experiment_only_cost from marts.experiment_costs "
@@ -174,12 +177,12 @@ def test_sequential_attempts_on_one_node_share_the_hour_by_seconds(build):
     con, report = build(lines, attempts, resources)
 
     assert placed(con) == [
-        (0, "att-2", "exp-1", "resource_time", "estimated", D(12)),
-        (0, "att-3", "exp-1", "resource_time", "estimated", D(21)),
+        (line_id(0), "att-2", "exp-1", "resource_time", "estimated", D(12)),
+        (line_id(0), "att-3", "exp-1", "resource_time", "estimated", D(21)),
     ]
     assert shares(con) == {
-        (0, "att-2"): pytest.approx(1200 / 3600),
-        (0, "att-3"): pytest.approx(2100 / 3600),
+        (line_id(0), "att-2"): pytest.approx(1200 / 3600),
+        (line_id(0), "att-3"): pytest.approx(2100 / 3600),
     }
     rest = records(con, "select * from allocation.line_remainders")
     assert [
@@ -206,7 +209,7 @@ def test_partial_hour_usage_held_all_hour_places_the_whole_line(build):
     ]
     con, report = build(lines, [attempt("att-1", at(10), at(11))], [held("att-1", "i-a")])
 
-    assert placed(con) == [(0, "att-1", "exp-1", "resource_time", "estimated", D("0.25"))]
+    assert placed(con) == [(line_id(0), "att-1", "exp-1", "resource_time", "estimated", D("0.25"))]
     assert left_over(con) == []
     assert report.check_failures == []
 
@@ -228,12 +231,12 @@ def test_attempts_sharing_a_node_at_once_place_the_whole_line_by_seconds_held(bu
     con, report = build(lines, attempts, resources)
 
     assert placed(con) == [
-        (0, "att-a", "exp-1", "resource_time", "estimated", D(60)),
-        (0, "att-b", "exp-1", "resource_time", "estimated", D(30)),
+        (line_id(0), "att-a", "exp-1", "resource_time", "estimated", D(60)),
+        (line_id(0), "att-b", "exp-1", "resource_time", "estimated", D(30)),
     ]
     assert shares(con) == {
-        (0, "att-a"): pytest.approx(2 / 3),
-        (0, "att-b"): pytest.approx(1 / 3),
+        (line_id(0), "att-a"): pytest.approx(2 / 3),
+        (line_id(0), "att-b"): pytest.approx(1 / 3),
     }
     assert left_over(con) == []
     assert report.check_failures == []
@@ -259,8 +262,8 @@ def test_resource_times_win_over_the_attempts_times(build):
 
     con, report = build(lines, attempts, resources)
 
-    assert placed(con) == [(0, "att-1", "exp-1", "resource_time", "estimated", D(5))]
-    assert left_over(con) == [(0, "outside_any_attempt", D(5))]
+    assert placed(con) == [(line_id(0), "att-1", "exp-1", "resource_time", "estimated", D(5))]
+    assert left_over(con) == [(line_id(0), "outside_any_attempt", D(5))]
     assert report.check_failures == []
 
 
@@ -279,10 +282,10 @@ def test_running_attempt_holds_its_resource_to_the_end_of_the_window(build):
     con, report = build(lines, attempts, [held("att-1", "i-a")])
 
     assert placed(con) == [
-        (0, "att-1", "exp-1", "resource_time", "estimated", D(6)),
-        (1, "att-1", "exp-1", "resource_time", "estimated", D(12)),
+        (line_id(0), "att-1", "exp-1", "resource_time", "estimated", D(6)),
+        (line_id(1), "att-1", "exp-1", "resource_time", "estimated", D(12)),
     ]
-    assert left_over(con) == [(0, "outside_any_attempt", D(6))]
+    assert left_over(con) == [(line_id(0), "outside_any_attempt", D(6))]
     assert report.check_failures == []
 
 
@@ -318,8 +321,10 @@ def test_daily_line_is_split_across_its_hours(
         lines, [attempt("att-1", at(0), at(23))], [held("att-1", "vol-1", start, end)]
     )
 
-    assert placed(con) == [(0, "att-1", "exp-1", "resource_time", "estimated", expected_placed)]
-    expected = [] if expected_rest is None else [(0, "outside_any_attempt", expected_rest)]
+    assert placed(con) == [
+        (line_id(0), "att-1", "exp-1", "resource_time", "estimated", expected_placed)
+    ]
+    expected = [] if expected_rest is None else [(line_id(0), "outside_any_attempt", expected_rest)]
     assert left_over(con) == expected
     assert report.check_failures == []
 
@@ -337,9 +342,9 @@ def test_empty_and_null_resource_ids_never_join(build):
 
     assert placed(con) == []
     assert left_over(con) == [
-        (0, "no_resource_id", D(1)),
-        (1, "no_resource_id", D(2)),
-        (2, "no_resource_id", D(3)),
+        (line_id(0), "no_resource_id", D(1)),
+        (line_id(1), "no_resource_id", D(2)),
+        (line_id(2), "no_resource_id", D(3)),
     ]
     assert report.check_failures == []
 
@@ -354,7 +359,10 @@ def test_resource_held_at_another_time_or_never(build):
     con, report = build(lines, attempts, [held("att-1", "i-held-later")])
 
     assert placed(con) == []
-    assert left_over(con) == [(0, "outside_any_attempt", D(4)), (1, "no_matching_attempt", D(5))]
+    assert left_over(con) == [
+        (line_id(0), "outside_any_attempt", D(4)),
+        (line_id(1), "no_matching_attempt", D(5)),
+    ]
     assert report.check_failures == []
 
 
@@ -369,8 +377,8 @@ def test_resource_time_disabled(build):
         lines, [attempt("att-1", at(10), at(11))], [held("att-1", "i-a")], config=config
     )
 
-    assert placed(con) == [(1, "att-1", "exp-1", "tag", "billed", D(1))]
-    assert left_over(con) == [(0, "resource_time_disabled", D(4))]
+    assert placed(con) == [(line_id(1), "att-1", "exp-1", "tag", "billed", D(1))]
+    assert left_over(con) == [(line_id(0), "resource_time_disabled", D(4))]
     assert report.check_failures == []
 
 
@@ -398,11 +406,11 @@ def test_hostile_ids_and_tag_values_are_data(build, value):
     con, report = build(lines, attempts, [held(attempt_id, resource_id)])
 
     assert placed(con) == [
-        (0, attempt_id, experiment_id, "tag", "billed", D(1)),
-        (1, None, experiment_id, "experiment_tag", "billed", D(2)),
-        (2, attempt_id, experiment_id, "resource_time", "estimated", D(3)),
+        (line_id(0), attempt_id, experiment_id, "tag", "billed", D(1)),
+        (line_id(1), None, experiment_id, "experiment_tag", "billed", D(2)),
+        (line_id(2), attempt_id, experiment_id, "resource_time", "estimated", D(3)),
     ]
-    assert left_over(con) == [(3, "unknown_attempt_tag", D(4))]
+    assert left_over(con) == [(line_id(3), "unknown_attempt_tag", D(4))]
     assert con.execute("select count(*) from raw.attempts").fetchone() == (1,)
     assert report.check_failures == []
 
@@ -414,5 +422,5 @@ def test_hostile_tag_keys_in_config_are_data(build):
 
     con, report = build(lines, [attempt("att-1", at(10), at(11))], [], config=config)
 
-    assert placed(con) == [(0, "att-1", "exp-1", "tag", "billed", D(1))]
+    assert placed(con) == [(line_id(0), "att-1", "exp-1", "tag", "billed", D(1))]
     assert report.check_failures == []

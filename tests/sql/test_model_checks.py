@@ -5,8 +5,19 @@ from __future__ import annotations
 from decimal import Decimal
 
 import pytest
-from builders import at, cur_line, lines_as_table, rebuild, records, run_check, sql_models
+from builders import (
+    at,
+    cur_line,
+    line_id,
+    lines_as_table,
+    rebuild,
+    records,
+    run_check,
+    sql_models,
+)
 from exact_checks import exact_problems
+
+from pipeline.ingest.provider import FILE_ROWS
 
 D = Decimal
 CHECKS = sorted(item.name for item in sql_models() if item.layer == "checks")
@@ -26,6 +37,7 @@ LINES = [
     # line 3: unallocated
     cur_line(line_item_unblended_cost=2.0, line_item_resource_id="i-idle"),
 ]
+LINE = [line_id(row) for row in range(len(LINES))]  # the lines' ids: rows 0-3 of one file
 CONFIG = {"pools": [{"name": "eks", "selector": "service_name = 'AmazonEKS'", "driver": "even"}]}
 
 
@@ -117,7 +129,7 @@ def test_conservation_fails_when_a_slice_is_inflated(built):
     corrupt_slices(
         built,
         "update allocation.cost_slices set list_cost = list_cost + 0.0000000001 "
-        "where allocation_model = 'fully_loaded' and line_id = 0",
+        f"where allocation_model = 'fully_loaded' and line_id = {LINE[0]}",
     )
     rebuild(built, "marts.reconciliation")
 
@@ -152,17 +164,18 @@ def test_every_attempt_costed_fails_on_a_duplicate_row(built):
 def test_no_double_counting_fails_on_a_duplicate_line(built):
     lines_as_table(built)
     built.execute(
-        "insert into normalized.cost_lines select * from normalized.cost_lines where line_id = 1"
+        "insert into normalized.cost_lines select * from normalized.cost_lines "
+        f"where line_id = {LINE[1]}"
     )
 
     rows = run_check(built, "no_double_counting")
 
-    # four lines, ids 0-3, and five rows: the file holds more lines than ids
+    # four lines, rows 0-3, and five rows: the file holds more lines than ids
     assert [(row["problem"], row["line_key"], row["occurrences"]) for row in rows] == [
         ("duplicate line_id", "delivery-1:part-0.parquet", 5)
     ]
     assert exact_problems(built)["unique_lines"] == [
-        ("line_id", "1"),
+        ("line_id", str(LINE[1])),
         ("source row", "delivery-1:part-0.parquet:1"),
     ]
 
@@ -171,7 +184,7 @@ def test_no_double_counting_fails_on_a_file_read_twice(built):
     # the same file registered again under the next file index: new ids, the same source rows
     lines_as_table(built)
     built.execute(
-        "insert into normalized.cost_lines select * replace (line_id + 4294967296 as line_id) "
+        f"insert into normalized.cost_lines select * replace (line_id + {FILE_ROWS} as line_id) "
         "from normalized.cost_lines"
     )
 
@@ -186,7 +199,7 @@ def test_no_double_counting_fails_on_files_sharing_ids(built):
     lines_as_table(built)
     built.execute(
         "insert into normalized.cost_lines select * replace ('part-1.parquet' as source_file) "
-        "from normalized.cost_lines where line_id = 3"
+        f"from normalized.cost_lines where line_id = {LINE[3]}"
     )
 
     rows = run_check(built, "no_double_counting")
@@ -198,12 +211,18 @@ def test_no_double_counting_fails_on_files_sharing_ids(built):
 
 def test_no_double_counting_fails_on_a_split_cost_row(built):
     lines_as_table(built)
-    built.execute("update normalized.cost_lines set operation = 'EKSPod-EC2' where line_id = 2")
+    built.execute(
+        f"update normalized.cost_lines set operation = 'EKSPod-EC2' where line_id = {LINE[2]}"
+    )
 
     rows = run_check(built, "no_double_counting")
 
     assert rows == [
-        {"problem": "split-cost row counted in the bill", "line_key": "2", "occurrences": 1}
+        {
+            "problem": "split-cost row counted in the bill",
+            "line_key": str(LINE[2]),
+            "occurrences": 1,
+        }
     ]
 
 
@@ -239,7 +258,7 @@ def test_one_currency_per_attempt_fails_on_a_corrupted_slice(built):
     corrupt_slices(
         built,
         "update allocation.cost_slices set billing_currency = 'EUR' "
-        "where allocation_model = 'fully_loaded' and line_id = 0",
+        f"where allocation_model = 'fully_loaded' and line_id = {LINE[0]}",
     )
 
     rows = run_check(built, "one_currency_per_attempt")
@@ -249,82 +268,88 @@ def test_one_currency_per_attempt_fails_on_a_corrupted_slice(built):
 
 
 @pytest.mark.parametrize(
-    ("corruption", "line_id"),
+    ("corruption", "position"),
     [
-        pytest.param("update {t} set share = 1.5 where line_id = 0", 0, id="share-over-1"),
+        pytest.param("update {t} set share = 1.5 where line_id = {0}", 0, id="share-over-1"),
         pytest.param(
-            "update {t} set share = -0.25 where line_id = 2 and attempt_id = 'a1'", 2, id="negative"
+            "update {t} set share = -0.25 where line_id = {2} and attempt_id = 'a1'",
+            2,
+            id="negative",
         ),
     ],
 )
-def test_shares_in_range_fails(built, corruption, line_id):
+def test_shares_in_range_fails(built, corruption, position):
     corrupt_slices(
         built,
-        corruption.format(t="allocation.cost_slices") + " and allocation_model = 'fully_loaded'",
+        corruption.format(*LINE, t="allocation.cost_slices")
+        + " and allocation_model = 'fully_loaded'",
     )
 
     rows = run_check(built, "shares_in_range")
 
     assert [(row["allocation_model"], row["line_id"]) for row in rows] == [
-        ("fully_loaded", line_id)
+        ("fully_loaded", LINE[position])
     ]
-    assert exact_problems(built)["shares_per_line"] == [("fully_loaded", line_id)]
+    assert exact_problems(built)["shares_per_line"] == [("fully_loaded", LINE[position])]
 
 
 @pytest.mark.parametrize(
-    ("corruption", "line_id"),
+    ("corruption", "position"),
     [
         pytest.param(
-            "update {t} set share = 0.5 where line_id = 1 and allocation_kind = 'attributed'",
+            "update {t} set share = 0.5 where line_id = {1} and allocation_kind = 'attributed'",
             1,
             id="whole-line-shares-under-1",
         ),
         pytest.param(
             "insert into {t} select * from {t} "
-            "where line_id = 1 and allocation_kind = 'attributed'",
+            "where line_id = {1} and allocation_kind = 'attributed'",
             1,
             id="attributed-shares-over-1",
         ),
     ],
 )
-def test_share_sums_per_line_are_checked_exactly_in_the_suite(built, corruption, line_id):
+def test_share_sums_per_line_are_checked_exactly_in_the_suite(built, corruption, position):
     """A per-line share sum is not a build check (it needs a group-by on line_id)."""
     corrupt_slices(
         built,
-        corruption.format(t="allocation.cost_slices") + " and allocation_model = 'fully_loaded'",
+        corruption.format(*LINE, t="allocation.cost_slices")
+        + " and allocation_model = 'fully_loaded'",
     )
 
     assert run_check(built, "shares_in_range") == []
-    assert exact_problems(built)["shares_per_line"] == [("fully_loaded", line_id)]
+    assert exact_problems(built)["shares_per_line"] == [("fully_loaded", LINE[position])]
 
 
 @pytest.mark.parametrize(
-    ("corruption", "model", "line_id"),
+    ("corruption", "model", "position"),
     [
         pytest.param(
-            "delete from {t} where line_id = 2 and attempt_id = 'a2'",
+            "delete from {t} where line_id = {2} and attempt_id = 'a2'",
             "fully_loaded",
             2,
             id="shared-slice-lost",
         ),
-        pytest.param("delete from {t} where line_id = 3", "marginal", 3, id="line-missing"),
+        pytest.param("delete from {t} where line_id = {3}", "marginal", 3, id="line-missing"),
         pytest.param(
-            "update {t} set net_cost = net_cost - 0.0000000001 where line_id = 1",
+            "update {t} set net_cost = net_cost - 0.0000000001 where line_id = {1}",
             "marginal",
             1,
             id="net-off",
         ),
         pytest.param(
-            "update {t} set effective_cost = 0, list_cost = 1 where line_id = 0",
+            "update {t} set effective_cost = 0, list_cost = 1 where line_id = {0}",
             "fully_loaded",
             0,
             id="bases-off",
         ),
     ],
 )
-def test_slices_sum_to_line_fails(built, corruption, model, line_id):
+def test_slices_sum_to_line_fails(built, corruption, model, position):
     corrupt_slices(
-        built, corruption.format(t="allocation.cost_slices") + " and allocation_model = ?", [model]
+        built,
+        corruption.format(*LINE, t="allocation.cost_slices") + " and allocation_model = ?",
+        [model],
     )
 
     rows = run_check(built, "slices_sum_to_line")
@@ -333,21 +358,24 @@ def test_slices_sum_to_line_fails(built, corruption, model, line_id):
     assert [(row["allocation_model"], row["billing_period"]) for row in rows] == [
         (model, "2026-10")
     ]
-    assert exact_problems(built)["slices_sum_to_line"] == [(model, line_id)]
+    assert exact_problems(built)["slices_sum_to_line"] == [(model, LINE[position])]
 
 
 def test_slices_sum_to_line_sees_a_slice_moved_to_another_line(built):
     # the same cost on line 1 instead of line 0: every total and the reconciliation hold
     corrupt_slices(
         built,
-        "update allocation.cost_slices set line_id = 1 "
-        "where line_id = 0 and allocation_model = 'marginal'",
+        f"update allocation.cost_slices set line_id = {LINE[1]} "
+        f"where line_id = {LINE[0]} and allocation_model = 'marginal'",
     )
 
     rows = run_check(built, "slices_sum_to_line")
 
     assert [row["allocation_model"] for row in rows] == ["marginal"]
-    assert exact_problems(built)["slices_sum_to_line"] == [("marginal", 0), ("marginal", 1)]
+    assert exact_problems(built)["slices_sum_to_line"] == [
+        ("marginal", LINE[0]),
+        ("marginal", LINE[1]),
+    ]
 
 
 def test_slices_sum_to_line_sees_a_slice_under_another_profile(built):
@@ -356,18 +384,18 @@ def test_slices_sum_to_line_sees_a_slice_under_another_profile(built):
     corrupt_slices(
         built,
         "update allocation.cost_slices set profile_key = profile_key + 1 "
-        "where line_id = 0 and allocation_model = 'fully_loaded'",
+        f"where line_id = {LINE[0]} and allocation_model = 'fully_loaded'",
     )
 
     rows = run_check(built, "slices_sum_to_line")
 
     line_key = records(
-        built, "select profile_key from normalized.cost_line_facts where line_id = 0"
+        built, f"select profile_key from normalized.cost_line_facts where line_id = {LINE[0]}"
     )[0]["profile_key"]
     assert sorted((row["allocation_model"], row["profile_key"]) for row in rows) == sorted(
         [("fully_loaded", line_key), ("fully_loaded", line_key + 1)]
     )
-    assert exact_problems(built)["slice_profiles"] == [("fully_loaded", 0)]
+    assert exact_problems(built)["slice_profiles"] == [("fully_loaded", LINE[0])]
     assert exact_problems(built)["slices_sum_to_line"] == []
 
 
@@ -375,13 +403,16 @@ def test_the_checksum_cannot_see_a_missing_zero_cost_line(built):
     """What the header of slices_sum_to_line says it cannot catch; the exact check can."""
     built.execute(
         "update normalized.cost_line_facts set billed_cost = 0, effective_cost = 0, "
-        "list_cost = 0, net_cost = 0 where line_id = 3"
+        f"list_cost = 0, net_cost = 0 where line_id = {LINE[3]}"
     )
     rebuild(built, "normalized.profile_line_sums")
-    corrupt_slices(built, "delete from allocation.cost_slices where line_id = 3")
+    corrupt_slices(built, f"delete from allocation.cost_slices where line_id = {LINE[3]}")
 
     assert run_check(built, "slices_sum_to_line") == []
-    assert exact_problems(built)["slices_sum_to_line"] == [("fully_loaded", 3), ("marginal", 3)]
+    assert exact_problems(built)["slices_sum_to_line"] == [
+        ("fully_loaded", LINE[3]),
+        ("marginal", LINE[3]),
+    ]
 
 
 def test_line_profile_keys_unique_fails_when_two_profiles_share_a_key(built):

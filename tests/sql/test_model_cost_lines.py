@@ -5,7 +5,7 @@ from __future__ import annotations
 from decimal import Decimal
 
 import pytest
-from builders import at, cur_line, records
+from builders import at, cur_line, line_id, records
 
 D = Decimal
 
@@ -354,7 +354,10 @@ def test_split_cost_rows_are_excluded(build):
 
     lines = cost_lines(con)
 
-    assert [(line["line_id"], line["billed_cost"]) for line in lines] == [(0, 10), (3, 1)]
+    assert [(line["line_id"], line["billed_cost"]) for line in lines] == [
+        (line_id(0), 10),
+        (line_id(3), 1),
+    ]
     assert report.check_failures == []
 
 

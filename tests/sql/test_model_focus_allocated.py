@@ -11,9 +11,9 @@ from pathlib import Path
 
 import builders
 import pytest
-from builders import at, build_models, cur_line, records, run_check
+from builders import at, build_models, cur_line, line_id, records, run_check
 from exact_checks import exact_problems
-from gcp_rows import LINE_ID_BASE, credit, gcp_row, write_gcp
+from gcp_rows import DAY, credit, gcp_row, write_gcp
 
 from pipeline.dag.macros import expand_macros
 
@@ -65,7 +65,7 @@ CONFIG = {
 }  # fmt: skip
 COSTS = ("BilledCost", "EffectiveCost", "ListCost", "ContractedCost")
 # a Google Cloud row with credits: its FOCUS BilledCost is its cost after every credit (net)
-GCP_LINE = LINE_ID_BASE
+GCP_LINE = line_id(0, DAY, source_range=1)
 CHECK_SQL = Path(__file__).resolve().parents[2] / "sql/checks/focus_allocated_sums_to_origin.sql"
 
 
@@ -111,7 +111,7 @@ def details(row: dict) -> dict:
 
 
 def test_a_tagged_line_is_one_slice_per_model_carrying_the_whole_charge(world) -> None:
-    found = slices(world, 0)
+    found = slices(world, line_id(0))
     assert sorted(found) == [
         ("fully_loaded", "runcost:fully_loaded:tag", "a1"),
         ("marginal", "runcost:marginal:tag", "a1"),
@@ -123,13 +123,13 @@ def test_a_tagged_line_is_one_slice_per_model_carrying_the_whole_charge(world) -
         "Elements": [{"AllocatedRatio": D("1"), "UsageUnit": "Hrs", "UsageQuantity": D("1")}]
     }
     # the origin's other FOCUS columns are carried as normalized.focus publishes them
-    (origin,) = records(world, "select * from normalized.focus where x_LineId = 0")
+    (origin,) = records(world, f"select * from normalized.focus where x_LineId = {line_id(0)}")
     for name in ("ResourceId", "ServiceName", "ChargeCategory", "PricingQuantity", "Tags"):
         assert row[name] == origin[name]
 
 
 def test_resource_time_and_the_unallocated_rest(world) -> None:
-    found = slices(world, 1)
+    found = slices(world, line_id(1))
     assert sorted(found) == [
         ("fully_loaded", "runcost:fully_loaded:resource_time", "a2"),
         ("fully_loaded", "runcost:fully_loaded:unallocated", None),
@@ -153,7 +153,7 @@ def test_resource_time_and_the_unallocated_rest(world) -> None:
 
 
 def test_a_pool_names_its_driver_and_pool_in_the_method_id(world) -> None:
-    found = slices(world, 2)
+    found = slices(world, line_id(2))
     assert sorted(found) == [
         ("fully_loaded", "runcost:fully_loaded:even:eks", "a1"),
         ("fully_loaded", "runcost:fully_loaded:even:eks", "a2"),
@@ -171,9 +171,9 @@ def test_a_pool_names_its_driver_and_pool_in_the_method_id(world) -> None:
 
 
 def test_a_cost_no_basis_equals_is_split_by_ratio_with_the_remainder_on_one_slice(world) -> None:
-    (origin,) = records(world, "select * from normalized.focus where x_LineId = 3")
+    (origin,) = records(world, f"select * from normalized.focus where x_LineId = {line_id(3)}")
     assert costs(origin) == (D("1"), D("0.7"), D("1.25"), D("0.1"))
-    found = slices(world, 3)
+    found = slices(world, line_id(3))
     for model in ("marginal", "fully_loaded"):
         rows = [found[model, f"runcost:{model}:resource_time", f"b{n}"] for n in (1, 2, 3)]
         # the first slice of the line takes the billed remainder (attribution's rule) and so
@@ -187,8 +187,8 @@ def test_a_cost_no_basis_equals_is_split_by_ratio_with_the_remainder_on_one_slic
 
 
 def test_a_commitment_fee_and_its_unused_part_are_two_origins(world) -> None:
-    purchase = slices(world, 4, "SavingsPlanRecurringFee")
-    unused = slices(world, 4, "SavingsPlanRecurringFee:Unused")
+    purchase = slices(world, line_id(4), "SavingsPlanRecurringFee")
+    unused = slices(world, line_id(4), "SavingsPlanRecurringFee:Unused")
     for model in ("marginal", "fully_loaded"):
         key = (model, f"runcost:{model}:unallocated", None)
         assert costs(purchase[key]) == (D("50"), D("0"), D("50"), D("50"))
@@ -238,12 +238,12 @@ def test_the_mart_takes_the_split_slices_of_a_charge_split_by_ratio(world) -> No
     split = records(
         world,
         'select allocation_model, attempt_id, "ContractedCost" from allocation.focus_ratio_splits '
-        "where x_LineId = 3 order by all",
+        f"where x_LineId = {line_id(3)} order by all",
     )
     mart = records(
         world,
         'select x_AllocationModel as allocation_model, "AllocatedResourceId" as attempt_id, '
-        '"ContractedCost" from marts.focus_allocated where x_LineId = 3 order by all',
+        f'"ContractedCost" from marts.focus_allocated where x_LineId = {line_id(3)} order by all',
     )
     assert split == mart
     assert {row["allocation_model"] for row in split} == {"marginal", "fully_loaded"}
@@ -259,7 +259,7 @@ def test_the_check_sees_a_slice_split_by_ratio_that_does_not_sum_to_its_origin(w
         world,
         "inflated_splits",
         'update {table} set "ContractedCost" = "ContractedCost" + 0.0000000001 '
-        "where x_LineId = 3 and attempt_id = 'b2' and allocation_model = 'marginal'",
+        f"where x_LineId = {line_id(3)} and attempt_id = 'b2' and allocation_model = 'marginal'",
     )
     assert [(row["allocation_model"], row["x_SourceFormat"]) for row in failures] == [
         ("marginal", "aws_cur")
@@ -271,10 +271,12 @@ def test_the_check_sees_a_split_slice_of_no_candidate_origin(world) -> None:
     failures = broken_check(
         world,
         "stray_splits",
-        "insert into {table} select allocation_model, 1, x_ProviderLineType, allocation_kind, "
+        f"insert into {{table}} select allocation_model, {line_id(1)}, x_ProviderLineType, "
+        "allocation_kind, "
         "attribution_method, attempt_id, experiment_id, unallocated_reason, "
         '"ContractedCost", "PricingCurrencyEffectiveCost" from {table} '
-        "where x_LineId = 3 and allocation_model = 'fully_loaded' and attempt_id = 'b2'",
+        f"where x_LineId = {line_id(3)} and allocation_model = 'fully_loaded' "
+        "and attempt_id = 'b2'",
     )
     assert [(row["allocation_model"], row["x_SourceFormat"]) for row in failures] == [
         ("fully_loaded", None)
@@ -294,7 +296,7 @@ def test_the_check_reads_only_the_origins_split_by_ratio(world) -> None:
             "test",
         ),
     )
-    assert [row["x_LineId"] for row in rows] == [3, GCP_LINE]
+    assert [row["x_LineId"] for row in rows] == [line_id(3), GCP_LINE]
     assert exact_problems(world)["focus_unmatched_checked"] == []
 
 
@@ -307,7 +309,7 @@ def test_a_broken_slice_in_a_basis_is_seen_by_slices_sum_to_line(world) -> None:
     )
     world.execute(
         "update broken.model_slices set billed_cost = billed_cost + 0.0000000001 "
-        "where line_id = 1 and attempt_id = 'a2' and allocation_model = 'marginal'"
+        f"where line_id = {line_id(1)} and attempt_id = 'a2' and allocation_model = 'marginal'"
     )
     world.execute(
         "create or replace table broken.cost_slices as select allocation_model as "
@@ -325,12 +327,15 @@ def test_a_broken_slice_in_a_basis_is_seen_by_slices_sum_to_line(world) -> None:
     )
     (row,) = records(
         world,
-        'select "BilledCost" from broken.focus_allocated_in_a_basis where x_LineId = 1 '
+        f'select "BilledCost" from broken.focus_allocated_in_a_basis where x_LineId = {line_id(1)} '
         "and \"AllocatedResourceId\" = 'a2' and x_AllocationModel = 'marginal'",
     )
     assert row["BilledCost"] == D("0.5000000001")
     # not one of the origins the FOCUS check reads: its rows are slices_sum_to_line's
-    assert records(world, "select * from allocation.focus_ratio_splits where x_LineId = 1") == []
+    assert (
+        records(world, f"select * from allocation.focus_ratio_splits where x_LineId = {line_id(1)}")
+        == []
+    )
     lines = builders.model("checks.slices_sum_to_line").sql.replace(
         "allocation.profile_slice_sums", "broken.profile_slice_sums"
     )

@@ -7,8 +7,8 @@ from decimal import Decimal
 
 import pyarrow as pa
 import pytest
-from builders import build_models, records
-from gcp_rows import LINE_ID_BASE, credit, gcp_row, write_gcp
+from builders import build_models, line_id, records
+from gcp_rows import DAY, credit, gcp_row, write_gcp
 
 from pipeline.common.errors import InputError
 from schemas import gcp_billing
@@ -114,7 +114,8 @@ def test_committed_use_credit_is_effective_and_a_discount_only_net(lines) -> Non
 
 def test_one_line_per_row_and_line_ids_above_two_to_the_56(lines) -> None:
     ids = [line["line_id"] for line in lines.values()]
-    assert ids == [LINE_ID_BASE + index for index in range(len(ROWS))]
+    assert ids == [line_id(index, DAY, source_range=1) for index in range(len(ROWS))]
+    assert all(2**56 <= line < 2 * 2**56 for line in ids)
 
 
 def test_resource_id_is_the_short_name(lines) -> None:

@@ -7,7 +7,7 @@ import logging
 from datetime import UTC, datetime
 from decimal import Decimal
 
-from builders import at, cur_line, records
+from builders import at, cur_line, line_id, records
 
 from pipeline.dag.pools import log_pool_warnings
 
@@ -157,8 +157,8 @@ def test_a_driver_without_usage_data_leaves_the_pool_unallocated_and_warns(build
     )
 
     assert unallocated(con) == [
-        (0, "gpu-pool", "pool_driver_no_usage", D(2)),
-        (1, "cpu-pool", "pool_driver_no_usage", D(1)),
+        (line_id(0), "gpu-pool", "pool_driver_no_usage", D(2)),
+        (line_id(1), "cpu-pool", "pool_driver_no_usage", D(1)),
     ]
     with caplog.at_level(logging.WARNING, logger="runcost"):
         log_pool_warnings(con)
@@ -190,7 +190,8 @@ def test_lines_several_pools_match_go_to_the_first_and_are_reported(build, caplo
         "order by line_id, pool_order",
     )
     assert [tuple(row.values()) for row in matches] == [
-        (0, 1, True), (0, 2, False), (1, 1, True), (1, 2, False), (2, 2, True),
+        (line_id(0), 1, True), (line_id(0), 2, False), (line_id(1), 1, True),
+        (line_id(1), 2, False), (line_id(2), 2, True),
     ]  # fmt: skip
     overlaps = records(
         con,
@@ -244,19 +245,19 @@ def test_inference_lines_are_excluded_in_both_models_by_default(build):
 
     for model in ("marginal", "fully_loaded"):
         assert unallocated(con, model) == [
-            (0, None, "excluded_inference", D(4)),
-            (1, None, "excluded_inference", D(2)),
+            (line_id(0), None, "excluded_inference", D(4)),
+            (line_id(1), None, "excluded_inference", D(2)),
         ]
         assert amounts(con, "attributed", model) == {"a1": D(8)}
     assert records(con, "select line_id from attribution.excluded_lines order by 1") == [
-        {"line_id": 0},
-        {"line_id": 1},
+        {"line_id": line_id(0)},
+        {"line_id": line_id(1)},
     ]
     # the catch-all pool's selector matches them, but no pool takes an excluded line's rest
     rests = "select line_id, pool_name from allocation.line_remainders order by 1"
     assert records(con, rests) == [
-        {"line_id": 0, "pool_name": None},
-        {"line_id": 1, "pool_name": None},
+        {"line_id": line_id(0), "pool_name": None},
+        {"line_id": line_id(1), "pool_name": None},
     ]
     assert report.check_failures == []
 
@@ -271,7 +272,7 @@ def test_exclusion_can_be_turned_off_or_replaced(build):
     assert amounts(con, "attributed", "marginal") == {"a1": D(4)}
     reasons = {row[0]: row[2] for row in unallocated(con, "marginal")}
     # the untagged hosting line, no longer excluded, has no holder
-    assert reasons == {1: "no_matching_attempt", 2: "excluded_inference"}
+    assert reasons == {line_id(1): "no_matching_attempt", line_id(2): "excluded_inference"}
     assert report.check_failures == []
 
 
@@ -305,5 +306,5 @@ def test_queue_time_is_not_billed_time(build):
         ("r", "fully_loaded", D(1)),
         ("r", "marginal", D(0)),
     ]
-    assert unallocated(con, "marginal")[1] == (1, None, "outside_any_attempt", D(5))
+    assert unallocated(con, "marginal")[1] == (line_id(1), None, "outside_any_attempt", D(5))
     assert report.check_failures == []
