@@ -9,7 +9,7 @@ with source as (
 
 renamed as (
     select
-        -- GCP owns the line ids from 2^56: file_index * 2^32 + source_line above that
+        -- GCP owns the line ids from 2^56: file_index * 2^28 + source_line above that
         line_id_of(1, source.file_index, source.source_line) as line_id,
         source.delivery_id as source_delivery,
         source.source_file,
