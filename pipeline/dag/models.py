@@ -40,6 +40,11 @@ _PASS_INPUTS = re.compile(r"^--\s*pass inputs:\s*([\w.]+(?:\s*,\s*[\w.]+)*)", re
 # DuckDB's build-side optimizer would hash instead (attribution.line_attributions, whose slices
 # then came out in the hash table's order)
 _JOINS = re.compile(r"^--\s*joins:\s*(.*)$", re.MULTILINE)
+# `-- periods: combined` marks a model whose rows combine billing periods (a mart per attempt or
+# experiment, estimates priced over every period): a night that builds some periods builds it,
+# and every model reading it, after the other periods' published rows are carried in
+# (pipeline.run.carry); every other model's rows belong to one period and come from its lines
+_PERIODS = re.compile(r"^--\s*periods:\s*(.*)$", re.MULTILINE)
 MATERIALIZATIONS = ("table", "view", "intermediate", "parquet")
 # materializations the engines compute once and store in the build
 STORED = ("table", "intermediate", "parquet")
@@ -71,6 +76,7 @@ class Model:
     materialized: str = "table"
     pass_inputs: frozenset[str] = field(default_factory=frozenset)
     joins_as_written: bool = False
+    combines_periods: bool = False
 
     @property
     def qualified(self) -> str:
@@ -128,6 +134,7 @@ def parse_model(layer: str, name: str, sql: str, path: Path | None = None) -> Mo
         materialized=_published_view_inputs(materialized, inputs, where),
         pass_inputs=pass_inputs,
         joins_as_written=_joins_as_written(sql, materialized, layer, where),
+        combines_periods=_combines_periods(sql, where),
     )
 
 
@@ -163,6 +170,29 @@ def _joins_as_written(sql: str, materialized: str, layer: str, where: str) -> bo
             "so remove the line"
         )
     return True
+
+
+def _combines_periods(sql: str, where: str) -> bool:
+    found = [text.strip() for text in _PERIODS.findall(sql)]
+    if any(not text.startswith("combined") for text in found) or len(found) > 1:
+        raise ModelError(
+            f"{where}: the one value of the header line `-- periods:` is `combined` "
+            f"(found {', '.join(repr(text) for text in found)})"
+        )
+    return bool(found)
+
+
+def across_periods(models: Iterable[Model]) -> set[str]:
+    """The models whose rows combine billing periods: those that say `-- periods: combined`
+    and every model that reads one of them, directly or not."""
+    models = list(models)
+    found = {model.qualified for model in models if model.combines_periods}
+    grown = True
+    while grown:
+        more = {m.qualified for m in models if m.qualified not in found and m.inputs & found}
+        found |= more
+        grown = bool(more)
+    return found
 
 
 def _published_view_inputs(materialized: str, inputs: set[str], where: str) -> str:

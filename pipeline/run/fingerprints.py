@@ -117,7 +117,7 @@ class Inputs:
 def fingerprints(inputs: Inputs, telemetry: dict[str, pa.Table]) -> Fingerprints:
     """Every part of a run's inputs, hashed (see the module's docstring)."""
     listed = _delivery_parts(inputs.deliveries)
-    months = sorted({_month(period) for _provider, period in listed} - {None})
+    months = sorted({month_of(period) for _provider, period in listed} - {None})
     con = duckdb.connect()
     try:
         for name, table in telemetry.items():
@@ -139,7 +139,7 @@ def unread_telemetry(inputs: Inputs, previous: Fingerprints) -> Fingerprints | N
     if previous.telemetry_until is None or "telemetry" not in previous.shared:
         return None
     listed = _delivery_parts(inputs.deliveries)
-    months = sorted({_month(period) for _provider, period in listed} - {None})
+    months = sorted({month_of(period) for _provider, period in listed} - {None})
     by_month = {
         month: previous.months[month]["telemetry"]
         for month in months
@@ -194,7 +194,7 @@ def _assembled(
     per_month: dict[str, dict[str, str]] = {month: {} for month in months}
     grouped: dict[tuple[str, str], list[object]] = {}
     for (provider, period), digest in sorted(listed.items()):
-        month = _month(period)
+        month = month_of(period)
         if month is not None:
             grouped.setdefault((month, provider), []).append([period, digest])
     for (month, provider), parts in grouped.items():
@@ -324,7 +324,7 @@ def _settled(deliveries: list[Delivery], clock: datetime, settle_days: int) -> d
     limit = clock - timedelta(days=settle_days)
     counts: dict[str, int] = {}
     for delivery in deliveries:
-        month = _month(delivery.billing_period)
+        month = month_of(delivery.billing_period)
         if delivery.provider not in SETTLING or month is None:
             continue
         when = _delivered_at(delivery)
@@ -343,7 +343,7 @@ def _delivered_at(delivery: Delivery) -> datetime | None:
     return when if when.tzinfo else when.replace(tzinfo=UTC)
 
 
-def _month(period: str) -> str | None:
+def month_of(period: str) -> str | None:
     """YYYY-MM of a delivery's billing period (YYYY-MM, YYYYMM or a day YYYY-MM-DD)."""
     text = period.replace("-", "")
     if len(text) < 6 or not text[:6].isdigit() or not 1 <= int(text[4:6]) <= 12:

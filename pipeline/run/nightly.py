@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import logging
 import secrets
 from collections.abc import Callable
@@ -22,7 +23,7 @@ from pipeline.dag.engines.base import BuildOutcome, Engine
 from pipeline.dag.engines.factory import open_engine
 from pipeline.dag.models import Model, discover
 from pipeline.dag.pools import pool_models
-from pipeline.run import period_builds, stages
+from pipeline.run import carry, period_builds, stages
 from pipeline.run.check_causes import failure_causes
 from pipeline.run.events import STAGES, Checkpoint, Events, Progress, RunEvent
 from pipeline.run.history import load_previous, previous_folder, register_deliveries, set_clock
@@ -46,7 +47,7 @@ from pipeline.run.recovery import (
 )
 from pipeline.run.settings import write_settings
 from pipeline.run.sources import register_sources
-from pipeline.run.unchanged import Unchanged
+from pipeline.run.unchanged import Unchanged, previous_fingerprints, serving_record
 from pipeline.warehouse.lock import WarehouseLock
 from pipeline.warehouse.publish import snapshot_hash
 from pipeline.warehouse.raw_store import Delivery
@@ -155,14 +156,18 @@ def _run(
     served = stages.decide(config, ingested, telemetry, clock, manifest, forced)
     if served is not None:
         return _served_again(config, events, run_dir, manifest, ingested, served)
+    scope = None if forced else _scope(config, manifest, ingested)
+    if scope is not None:
+        manifest.inputs["carried"] = list(scope.carried)
 
     database_path = run_dir / "build.duckdb"
     con = stages.open_build(database_path, run_dir, config)
     engine: Engine | None = None
     try:
         engine = open_engine(config, con, run_dir / "tmp")
+        deliveries = scope.deliveries(ingested.deliveries) if scope else ingested.deliveries
         models, written = _prepare_build(
-            con, config, ingested, telemetry, clock, manifest, run_dir, engine.published_folder
+            con, config, deliveries, telemetry, clock, manifest, run_dir, engine.published_folder
         )
         # The build reads the telemetry from the build database now. Kept, the Arrow tables
         # would stay resident for the whole run, outside memory_limit: 0.9 GB for 600,000
@@ -173,7 +178,8 @@ def _run(
         telemetry.clear()
         pa.default_memory_pool().release_unused()
         engine.load_inputs(con)
-        report = stages.build_models(engine, models, events)
+        into = functools.partial(carry.carry_in, scope) if scope else None
+        report = stages.build_models(engine, models, events, into)
         outcome = engine.finish(con, models, publish=not report.check_failures)
         if outcome.in_connection:
             # before a failed check stops the run: bad input (an invoice in another currency
@@ -282,7 +288,8 @@ def _finish(manifest: RunManifest, published: stages.Published, events: Events) 
     if published.status == "unchanged":  # every period's rows are those of the snapshot
         shared = {table.name: [v for v, _r, _t in table.partitions] for table in published.contents}
     moved = list((manifest.inputs or {}).get("built_because") or [])
-    manifest.period_builds = period_builds.built(months, moved, published.contents, shared)
+    carried = list((manifest.inputs or {}).get("carried") or [])
+    manifest.period_builds = period_builds.built(months, moved, published.contents, shared, carried)
     manifest.finish(
         published.status,
         events.rounded(),
@@ -310,10 +317,23 @@ def _record_at_switch(manifest: RunManifest, events: Events) -> Callable[[stages
     return record
 
 
+def _scope(config: Config, manifest: RunManifest, ingested: stages.Ingested) -> carry.Scope | None:
+    """The months this night builds and carries forward (None: it builds every month)."""
+    inputs = manifest.inputs or {}
+    months = (inputs.get("fingerprints") or {}).get("months") or {}
+    previous = previous_fingerprints(serving_record(config.warehouse))
+    current = current_snapshot(config.warehouse)
+    folder = previous_folder(config.warehouse)
+    if previous is None or current is None or folder != Path(current["snapshot"]):
+        return None
+    moved = list(inputs.get("built_because") or [])
+    return carry.scope(moved, months, previous.months, ingested.deliveries, folder, config.engine)
+
+
 def _prepare_build(
     con: duckdb.DuckDBPyConnection,
     config: Config,
-    ingested: stages.Ingested,
+    deliveries: list[Delivery],
     telemetry: dict,
     clock: datetime,
     manifest: RunManifest,
@@ -324,9 +344,9 @@ def _prepare_build(
     and the Parquet written for the snapshot already, by table name: the telemetry, written
     once into ``published`` when the engine builds from such a folder (else its tables)."""
     write_settings(con, config)
-    written = register_sources(con, ingested.deliveries, telemetry, published)
+    written = register_sources(con, deliveries, telemetry, published)
     set_clock(con, clock)
-    register_deliveries(con, ingested.deliveries)
+    register_deliveries(con, deliveries)
     load_invoices(con, config.periods.invoice_file)
     manifest.previous_snapshot = load_previous(con, previous_folder(config.warehouse))
     models = discover() + pool_models(config)

@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from pipeline.warehouse.views import TableContent
 
 BUILT_WITH_OTHERS = "built with the months that moved"
+NOT_MOVED = "its inputs did not move"
 
 
 def built(
@@ -15,13 +16,19 @@ def built(
     moved: list[str],
     contents: list[TableContent],
     shared: dict[str, list[str]],
+    carried: Iterable[str] = (),
 ) -> dict[str, dict[str, object]]:
     """Each month of a run that built: why (its own parts that moved, then the shared ones), and
     its rows: ``unchanged`` when every partitioned table linked the month's partition from the
-    previous snapshot, ``changed`` when some table wrote it, ``none`` when no table has it."""
+    previous snapshot, ``changed`` when some table wrote it, ``none`` when no table has it.
+    ``carried``: the months the run did not build (pipeline.run.carry), carried forward."""
     common = [part for part in moved if not _month_part(part)]
     found: dict[str, dict[str, object]] = {}
+    carried = set(carried)
     for month in sorted(set(months)):
+        if month in carried:
+            found[month] = {"action": "carried forward", "why": [NOT_MOVED], "rows": "unchanged"}
+            continue
         own = [part.split(" ", 1)[1] for part in moved if _month_part(part) == month]
         holding = {
             table.name

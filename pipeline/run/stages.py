@@ -203,8 +203,14 @@ def open_build(path: Path, run_dir: Path, config: Config) -> duckdb.DuckDBPyConn
     return connect(path, settings=settings)
 
 
-def build_models(engine: Engine, models: list[Model], events: Events) -> BuildReport:
-    """Build every model and run the checks, timing the build and checks stages apart."""
+def build_models(
+    engine: Engine,
+    models: list[Model],
+    events: Events,
+    carry: Callable[[Engine, list[Model]], None] | None = None,
+) -> BuildReport:
+    """Build every model and run the checks, timing the build and checks stages apart;
+    ``carry``: add the carried months' rows between the two parts of the build (dag.build)."""
     checks = [model for model in models if model.layer == "checks"]
     events.start("build", "SQL models", total=len(models) - len(checks))
     checking = False
@@ -216,7 +222,7 @@ def build_models(engine: Engine, models: list[Model], events: Events) -> BuildRe
             events.start("checks", "invariants", total=len(checks))
         events.step("checks" if model.layer == "checks" else "build", model.qualified)
 
-    report = build(engine, models, on_model=on_model)
+    report = build(engine, models, on_model=on_model, carry=carry)
     # checks may interleave with models in dependency order: time each stage by its models
     seconds = sum(value for name, value in report.seconds.items() if name.startswith("checks."))
     built = len(report.seconds) - len(checks)

@@ -1,6 +1,7 @@
 -- The slices of each FOCUS charge whose cost may be no basis of its line, in the cost columns split by ratio.
 -- grain: one row per (allocation_model, x_LineId, x_ProviderLineType, allocation_kind, attribution_method,
--- attempt_id, experiment_id, unallocated_reason)
+-- attempt_id, experiment_id, unallocated_reason); billing_period is the line's, so the table is published by
+-- billing period and a night that builds some periods carries the others' splits forward
 -- materialized: table (published: marts.focus_allocated, a view, takes these slices' ContractedCost and
 -- PricingCurrencyEffectiveCost from it, and checks.focus_allocated_sums_to_origin sums them; the candidate rows
 -- alone, a fifth of the FOCUS rows on a bill of net rates, none on most bills)
@@ -62,6 +63,7 @@ parts as (
         select
             sourced.*,
             model_slices.allocation_model,
+            model_slices.billing_period,
             model_slices.allocation_kind,
             model_slices.attribution_method,
             model_slices.attempt_id,
@@ -85,6 +87,7 @@ ranked as (
 final as (
     select
         ranked.allocation_model,
+        ranked.billing_period,
         ranked.x_LineId,
         ranked.x_ProviderLineType,
         ranked.allocation_kind,

@@ -1,5 +1,6 @@
 -- An attempt's cost is summed in one currency: no attempt draws slices from lines billed in two currencies.
 -- grain: one row per (allocation_model, attempt_id) with more than one billing currency
+-- periods: combined (an attempt's slices of every billing period)
 with period_slice_sums as (
     select * from allocation.period_slice_sums
 ),

@@ -1,5 +1,6 @@
 -- What each attempt cost under each allocation model, in the four bases; every attempt in telemetry appears.
 -- grain: one row per (attempt_id, allocation_model)
+-- periods: combined (an attempt's costs add up every billing period it ran in)
 -- materialized: parquet (written once, as the published Parquet; the build reads it through a view)
 with attempts as (
     select * from staging.attempts

@@ -1,5 +1,6 @@
 -- How each attempt's and experiment's cost moved since the previous published snapshot, and why.
 -- grain: one row per (change_level, experiment_id, attempt_id, allocation_model) whose cost or status moved
+-- periods: combined (changes per attempt and experiment add up every billing period)
 -- materialized: parquet (written once, as the published Parquet; the build reads it through a view)
 -- total = billed_cost + unbilled_estimate (billed_cost basis). Reasons, in this order:
 -- restated_delivery (a period's delivery was replaced and hours billed before changed),

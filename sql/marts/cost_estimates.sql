@@ -1,5 +1,6 @@
 -- Attempt-hours the bill does not cover yet, priced: seconds held x the hourly price / 3600.
 -- grain: one row per (attempt_id, resource_id, estimate_start)
+-- periods: combined (prices are the billed rates of every billing period)
 -- Estimated time starts where the bill's usage stops (the later of the resource's and the account's
 -- usage_until in normalized.usage_horizons: month-long tax, credit and fee lines do not count) and
 -- ends at the earlier of the attempt's end and the run clock: telemetry ahead of the clock is never

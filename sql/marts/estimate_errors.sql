@@ -1,5 +1,6 @@
 -- How far each estimate was from the bill that replaced it: estimated against billed, per window.
 -- grain: one row per (attempt_id, resource_id, window_start)
+-- periods: combined (an estimate's window may reach into any billing period)
 -- A window is the part of an earlier snapshot's estimate (marts.cost_estimates) that the bill now
 -- covers. Windows replaced before are carried from the previous snapshot; billed_cost is always
 -- what the current bill places on the attempt for that resource in the window (marginal,

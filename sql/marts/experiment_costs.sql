@@ -1,5 +1,6 @@
 -- What each experiment cost per allocation model: all its attempts, failed ones included, plus lines tagged to it.
 -- grain: one row per (experiment_id, allocation_model)
+-- periods: combined (an experiment's costs add up every billing period)
 -- failed_attempt_cost and experiment_only_cost are on the effective_cost basis.
 with attempt_costs as (
     select * from marts.attempt_costs

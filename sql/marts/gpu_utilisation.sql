@@ -1,5 +1,6 @@
 -- Measured GPU utilisation of each attempt beside its billed accelerator cost: the idle share of that cost.
 -- grain: one row per (attempt_id, allocation_model), for every attempt a prometheus source measured
+-- periods: combined (an attempt's GPU cost adds up every billing period it ran in)
 -- Held GPU-hours: gpu_count x [started_at, ended_at) of the attempt_resources rows the source measured (those
 -- gpu_usage names; an empty count, start or end is the attempt's), an open one held until the run clock.
 -- Sampled GPU-hours: the seconds samples cover (coverage = sampled / held: no sample is not zero). Busy GPU-hours

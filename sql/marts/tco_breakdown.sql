@@ -1,5 +1,6 @@
 -- Training TCO per experiment and billing period by category, comparable with GPU TCO calculators.
 -- grain: one row per (experiment_id, billing_period, billing_currency, allocation_model, cost_category)
+-- periods: combined (goodput and teams come from attempts that span billing periods)
 -- Every category appears (0 when nothing was billed in it). On the bill (effective_cost of the slices
 -- placed on the experiment, its attempts or, fully loaded, pooled onto them), from the line profile's
 -- classification only (docs/economics.md#the-classification-of-a-cost-line), first match wins:

@@ -1,5 +1,6 @@
 -- Waste findings (read-only): idle volumes and instances, GPUs waiting on data or idle, stale checkpoints.
 -- grain: one row per (finding_type, subject_id)
+-- periods: combined (a finding adds up its subject's lines of every billing period)
 -- Amounts are effective_cost. idle_hours weighs each line's window by the unplaced share of it.
 -- evidence_line_ids: each finding's line ids, each once, ascending; collected per finding and then deduplicated and
 -- sorted inside the list (list_sort(list_distinct(list(...)))), not with list(distinct ... order by ...), which

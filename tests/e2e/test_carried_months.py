@@ -1,0 +1,127 @@
+"""A night that re-delivers one month builds that month alone and carries the others forward;
+what it publishes equals a full rebuild of the same inputs, row for row, and its carried
+months' Parquet is the previous snapshot's files, linked. A change every month shares, or a
+Google Cloud bill, builds every month.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import replace
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+from history_world import MONTHS, differences, first_night, night, published
+
+from pipeline.run.nightly import RunResult
+from pipeline.warehouse.snapshots import current_snapshot
+
+
+def _record(result: RunResult) -> dict:
+    return json.loads(Path(result.manifest).read_text(encoding="utf-8"))
+
+
+def _rebuilt(world, warehouse: Path, root: Path) -> RunResult:
+    """The same inputs on a copy of ``warehouse`` as it was before the night, built whole."""
+    reference = root / "rebuilt"
+    shutil.rmtree(reference / "raw")
+    shutil.copytree(warehouse / "raw", reference / "raw", symlinks=True)
+    return night(world, reference, full_refresh=True)
+
+
+@pytest.mark.parametrize("provider", ["aws", "focus"])
+def test_a_re_delivered_month_is_built_alone_and_the_others_are_carried(
+    tmp_path: Path, provider: str
+) -> None:
+    world, warehouse = first_night(tmp_path, provider)
+    shutil.copytree(warehouse, tmp_path / "rebuilt", symlinks=True)
+    newest = MONTHS[-1]
+    world.deliveries[newest] += 1
+    world.surcharge[newest] = Decimal("0.37")
+    world.deliver(newest)
+
+    result = night(world, warehouse)
+
+    builds = _record(result)["period_builds"]
+    assert {month: item["action"] for month, item in builds.items()} == {
+        **dict.fromkeys(MONTHS[:-1], "carried forward"),
+        newest: "built",
+    }
+    assert builds[MONTHS[0]]["why"] == ["its inputs did not move"]
+    assert builds[newest]["rows"] == "changed"
+    assert _record(result)["inputs"]["carried"] == list(MONTHS[:-1])
+    rebuilt = _rebuilt(world, warehouse, tmp_path)
+    assert _record(rebuilt)["inputs"].get("carried") is None
+    assert differences(published(result.database), published(rebuilt.database)) == {}
+
+
+def test_a_restated_old_month_is_built_alone_and_the_carried_months_are_linked(
+    tmp_path: Path,
+) -> None:
+    world, warehouse = first_night(tmp_path, "aws")
+    shutil.copytree(warehouse, tmp_path / "rebuilt", symlinks=True)
+    restated = MONTHS[0]
+    world.deliveries[restated] += 1
+    world.surcharge[restated] = Decimal("0.37")
+    world.deliver(restated)
+    pointer = current_snapshot(warehouse)
+    assert pointer is not None
+    before = Path(pointer["snapshot"])
+
+    result = night(world, warehouse)
+
+    builds = _record(result)["period_builds"]
+    assert [month for month, item in builds.items() if item["action"] == "built"] == [restated]
+    # the carried months' partitions are the previous snapshot's files, linked
+    partition = Path("normalized") / "cost_line_facts" / f"billing_period={MONTHS[1]}"
+    carried = Path(result.snapshot) / partition
+    previous = before / partition
+    assert sorted(path.name for path in carried.iterdir())
+    for path in carried.iterdir():
+        assert path.stat().st_ino == (previous / path.name).stat().st_ino
+    rebuilt = _rebuilt(world, warehouse, tmp_path)
+    assert differences(published(result.database), published(rebuilt.database)) == {}
+
+
+@pytest.mark.parametrize(
+    ("change", "why"),
+    [("config", "config"), ("telemetry", "telemetry")],
+)
+def test_a_change_every_month_shares_builds_every_month(
+    tmp_path: Path, change: str, why: str
+) -> None:
+    world, warehouse = first_night(tmp_path, "aws")
+    if change == "config":
+        world.price += Decimal("0.05")
+    else:
+        world.held = [
+            replace(held, status="failed") if held.attempt_id == "m0-a" else held
+            for held in world.held
+        ]
+        world.write_telemetry()
+    newest = MONTHS[-1]
+    world.deliveries[newest] += 1
+    world.deliver(newest)
+
+    result = night(world, warehouse)
+
+    record = _record(result)
+    assert why in record["inputs"]["built_because"]
+    assert record["inputs"].get("carried") is None
+    assert {item["action"] for item in record["period_builds"].values()} == {"built"}
+
+
+def test_a_google_cloud_night_builds_every_month(tmp_path: Path) -> None:
+    """A partition day may hold the previous invoice month's rows: GCP nights build whole."""
+    world, warehouse = first_night(tmp_path, "gcp")
+    newest = MONTHS[-1]
+    world.deliveries[newest] += 1
+    world.surcharge[newest] = Decimal("0.37")
+    world.deliver(newest)
+
+    result = night(world, warehouse)
+
+    assert _record(result)["inputs"].get("carried") is None
+    assert {item["action"] for item in _record(result)["period_builds"].values()} == {"built"}
