@@ -18,6 +18,7 @@ from datetime import date, timedelta
 from decimal import Decimal
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from bench.scale import ScaleSpec, execution_id, generate
@@ -173,10 +174,19 @@ class World:
                 _link(sources[0], target)
                 continue
             target.parent.mkdir(parents=True, exist_ok=True)
-            with pq.ParquetWriter(target, pq.read_schema(sources[0]), compression="snappy") as out:
+            # months cached by an older generator may lack a column a newer one writes (pod):
+            # every month is written with every column, NULL where its file has none
+            schema = pa.unify_schemas([pq.read_schema(path) for path in sources])
+            with pq.ParquetWriter(target, schema, compression="snappy") as out:
                 for path in sources:
                     for batch in pq.ParquetFile(path).iter_batches(batch_size=262_144):
-                        out.write_batch(batch)
+                        columns = [
+                            batch.column(field.name)
+                            if field.name in batch.schema.names
+                            else pa.nulls(batch.num_rows, field.type)
+                            for field in schema
+                        ]
+                        out.write_batch(pa.RecordBatch.from_arrays(columns, schema=schema))
 
 
 def combined(expected: list[dict]) -> dict:

@@ -14,7 +14,7 @@ A night is built whole (``Scope`` None) when some shared part moved, a month dis
 engine is not DuckDB, a delivery comes from a provider whose delivery days do not follow its
 billing periods (a Google Cloud partition day may hold the previous invoice month's rows), or
 the current snapshot holds split cost allocation rows (the split pods' idle shares are a build
-step, not published).
+step, not published) or a partitioned table with rows of no billing period.
 """
 
 from __future__ import annotations
@@ -88,7 +88,17 @@ def scope(
     tables = (record or {}).get("tables")
     if not isinstance(tables, dict) or (tables.get(SPLIT_ROWS) or {}).get("rows"):
         return None
+    if any(_rows_of_no_period(entry) for entry in tables.values()):
+        return None
     return Scope(built, carried, folder, record)
+
+
+def _rows_of_no_period(entry: object) -> bool:
+    """A published table some of whose rows have no billing period (in no partition)."""
+    if not isinstance(entry, dict) or not entry.get("partitions"):
+        return False
+    held = sum(int(rows) for rows, _total in entry["partitions"].values())
+    return held != int(entry.get("rows") or 0)
 
 
 def carry_in(scope: Scope, engine: Engine, built: list[Model]) -> None:

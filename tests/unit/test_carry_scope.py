@@ -85,6 +85,17 @@ def test_a_snapshot_with_split_cost_rows_is_built_whole(snapshot: Path) -> None:
     assert _scope(snapshot, ["2026-10 aws deliveries"]) is None
 
 
+def test_a_snapshot_with_rows_of_no_period_is_built_whole(snapshot: Path) -> None:
+    partitions = {"2026-08": [2, "7"], "2026-09": [1, "3"]}
+    entry = {"rows": 3, "partitions": partitions}
+    record = {"tables": {"normalized.split_cost_lines": {"rows": 0}, "marts.x": entry}}
+    (snapshot / "snapshot.json").write_text(json.dumps(record), encoding="utf-8")
+    assert _scope(snapshot, ["2026-10 aws deliveries"]) is not None
+    entry["rows"] = 4  # one row in no partition
+    (snapshot / "snapshot.json").write_text(json.dumps(record), encoding="utf-8")
+    assert _scope(snapshot, ["2026-10 aws deliveries"]) is None
+
+
 def test_models_that_combine_periods_and_their_readers() -> None:
     combined = across_periods(discover())
     assert {"marts.attempt_costs", "marts.cost_estimates", "marts.waste_findings"} <= combined
