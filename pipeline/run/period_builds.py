@@ -22,9 +22,11 @@ def built(
     its rows: ``unchanged`` when every partitioned table linked the month's partition from the
     previous snapshot, ``changed`` when some table wrote it, ``none`` when no table has it.
     ``carried``: the months the run did not build (pipeline.run.carry), carried forward."""
-    common = [part for part in moved if not _month_part(part)]
-    found: dict[str, dict[str, object]] = {}
     carried = set(carried)
+    common = [part for part in moved if not _month_part(part)]
+    if carried:  # the one shared part that moved sums the built months' own deliveries
+        common = [part for part in common if part != "deliveries"]
+    found: dict[str, dict[str, object]] = {}
     for month in sorted(set(months)):
         if month in carried:
             found[month] = {"action": "carried forward", "why": [NOT_MOVED], "rows": "unchanged"}

@@ -51,6 +51,7 @@ def test_a_re_delivered_month_is_built_alone_and_the_others_are_carried(
     }
     assert builds[MONTHS[0]]["why"] == ["its inputs did not move"]
     assert builds[newest]["rows"] == "changed"
+    assert builds[newest]["why"] == [f"{provider} deliveries"]
     assert _record(result)["inputs"]["carried"] == list(MONTHS[:-1])
     rebuilt = _rebuilt(world, warehouse, tmp_path)
     assert _record(rebuilt)["inputs"].get("carried") is None
