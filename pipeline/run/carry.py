@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import duckdb
@@ -55,6 +55,9 @@ class Scope:
     carried: tuple[str, ...]
     folder: Path
     record: dict
+    # per table carried in: its carried periods' (value, rows, sum of row hashes), as the
+    # snapshot recorded them, for the publish to take instead of hashing those rows again
+    known: dict[str, tuple[tuple[str, int, str], ...]] = field(default_factory=dict)
 
     def deliveries(self, deliveries: Iterable[Delivery]) -> list[Delivery]:
         """The deliveries of the built months: the only ones the night reads."""
@@ -114,9 +117,13 @@ def carry_in(scope: Scope, engine: Engine, built: list[Model]) -> None:
         if model.qualified == PROFILES:
             _carry_profiles(engine.con, scope, entry, tables.get(FACTS))
             continue
-        values = [value for value in (entry.get("partitions") or {}) if value in scope.carried]
+        partitions = entry.get("partitions") or {}
+        values = [value for value in partitions if value in scope.carried]
         if not values:
             continue
+        scope.known[model.qualified] = tuple(
+            (value, int(partitions[value][0]), str(partitions[value][1])) for value in values
+        )
         if model.qualified in engine.published_files:
             _link_partitions(engine, model, scope, entry, values)
         else:

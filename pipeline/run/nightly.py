@@ -209,6 +209,7 @@ def _run(
             written={**written, **outcome.published_files},
             record=_record_at_switch(manifest, events),
             share=forced is None,
+            known=scope.known if scope else None,
         )
     finally:
         if engine is not None:

@@ -260,6 +260,7 @@ def publish_snapshot(
     written: dict[str, Path] | None = None,
     record: Callable[[Published], str] | None = None,
     share: bool = True,
+    known: dict[str, tuple[tuple[str, int, str], ...]] | None = None,
 ) -> Published:
     """Publish the built tables as a new snapshot, unless they equal the current one.
 
@@ -269,9 +270,10 @@ def publish_snapshot(
     the same switch as CURRENT and runcost.duckdb.
     ``share``: hard-link the billing periods equal to the current snapshot's (not when the run
     repairs a damaged snapshot or was asked for a full refresh: those write every file anew).
+    ``known``: per table, the carried periods' rows and hash sums (pipeline.run.carry).
     """
     events.start("publish", "snapshot")
-    contents = table_contents(con, written, hidden=intermediates(models))
+    contents = table_contents(con, written, hidden=intermediates(models), known=known)
     views = view_contents(con, published_views(models))
     hashes = content_hashes(contents, views)
     same_as = unchanged_snapshot(config.warehouse, hashes, ignore=HISTORY_TABLES)

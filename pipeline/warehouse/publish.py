@@ -7,13 +7,14 @@ import json
 import logging
 import os
 import shutil
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
 import duckdb
 
+from pipeline.common.duck import literal
 from pipeline.warehouse.commit import (
     PublishError,
     SwitchFailed,
@@ -79,11 +80,17 @@ class Snapshot:
 
 
 def table_contents(
-    con: duckdb.DuckDBPyConnection, written: dict | None = None, hidden: Collection[str] = ()
+    con: duckdb.DuckDBPyConnection,
+    written: dict | None = None,
+    hidden: Collection[str] = (),
+    known: Mapping[str, Partitions] | None = None,
 ) -> list:
     """Every table a publish writes, with an order-independent hash of its rows and columns;
     ``written``: name -> Parquet an engine wrote already (``con`` has views over it);
-    ``hidden``: tables of the build that are never published (intermediate steps)."""
+    ``hidden``: tables of the build that are never published (intermediate steps);
+    ``known``: per table, billing periods whose rows and hash sums are known already (the
+    periods a night carried forward from a snapshot that recorded them): not hashed again."""
+    known = known or {}
     written, contents = written or {}, []
     tables = _tables(con) + sorted({tuple(n.split(".", 1)) for n in written} - set(_tables(con)))
     for schema, name in tables:
@@ -91,7 +98,7 @@ def table_contents(
             continue
         source = f"staging.{name}" if schema == "telemetry" else f"{schema}.{name}"
         key = f"{schema}.{name}"
-        columns, rows, digest, partitions = _hashed(con, source)
+        columns, rows, digest, partitions = _hashed(con, source, known.get(key, ()))
         contents.append(
             TableContent(key, source, columns, rows, digest, written.get(key), partitions)
         )
@@ -99,13 +106,23 @@ def table_contents(
 
 
 def _hashed(
-    con: duckdb.DuckDBPyConnection, relation: str
+    con: duckdb.DuckDBPyConnection, relation: str, known: Partitions = ()
 ) -> tuple[tuple[tuple[str, str], ...], int, str, Partitions]:
-    """content_hash, with the sums per billing period of a table that has them (one pass)."""
+    """content_hash, with the sums per billing period of a table that has them (one pass);
+    the ``known`` periods' sums are taken as given, their rows not read."""
     columns = _columns(con, relation)
     if PARTITION_COLUMN not in dict(columns):
         return (*content_hash(con, relation), ())
+    if known:
+        listed = ", ".join(literal(value) for value, _rows, _total in known)
+        relation = (
+            f'(select * from {relation} where "{PARTITION_COLUMN}" is null or '
+            f'"{PARTITION_COLUMN}"::varchar not in ({listed}))'
+        )
     rows, total, partitions = hash_partitions(con, relation)
+    rows += sum(count for _value, count, _total in known)
+    total += sum(int(sums) for _value, _count, sums in known)
+    partitions = tuple(sorted((*partitions, *known)))
     return columns, rows, digest(columns, rows, total, HASH_ALGORITHM), partitions
 
 
