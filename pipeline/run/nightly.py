@@ -156,15 +156,15 @@ def _run(
     served = stages.decide(config, ingested, telemetry, clock, manifest, forced)
     if served is not None:
         return _served_again(config, events, run_dir, manifest, ingested, served)
-    scope = None if forced else _scope(config, manifest, ingested)
-    if scope is not None:
-        manifest.inputs["carried"] = list(scope.carried)
 
     database_path = run_dir / "build.duckdb"
     con = stages.open_build(database_path, run_dir, config)
     engine: Engine | None = None
     try:
         engine = open_engine(config, con, run_dir / "tmp")
+        scope = None if forced else _scope(config, manifest, ingested, engine)
+        if scope is not None:
+            manifest.inputs["carried"] = list(scope.carried)
         deliveries = scope.deliveries(ingested.deliveries) if scope else ingested.deliveries
         models, written = _prepare_build(
             con, config, deliveries, telemetry, clock, manifest, run_dir, engine.published_folder
@@ -318,7 +318,9 @@ def _record_at_switch(manifest: RunManifest, events: Events) -> Callable[[stages
     return record
 
 
-def _scope(config: Config, manifest: RunManifest, ingested: stages.Ingested) -> carry.Scope | None:
+def _scope(
+    config: Config, manifest: RunManifest, ingested: stages.Ingested, engine: Engine
+) -> carry.Scope | None:
     """The months this night builds and carries forward (None: it builds every month)."""
     inputs = manifest.inputs or {}
     months = (inputs.get("fingerprints") or {}).get("months") or {}
@@ -328,7 +330,8 @@ def _scope(config: Config, manifest: RunManifest, ingested: stages.Ingested) -> 
     if previous is None or current is None or folder != Path(current["snapshot"]):
         return None
     moved = list(inputs.get("built_because") or [])
-    return carry.scope(moved, months, previous.months, ingested.deliveries, folder, config.engine)
+    carries = engine.carries_periods
+    return carry.scope(moved, months, previous.months, ingested.deliveries, folder, carries)
 
 
 def _prepare_build(

@@ -271,7 +271,8 @@ def test_the_check_sees_a_split_slice_of_no_candidate_origin(world) -> None:
     failures = broken_check(
         world,
         "stray_splits",
-        f"insert into {{table}} select allocation_model, {line_id(1)}, x_ProviderLineType, "
+        f"insert into {{table}} select allocation_model, billing_period, {line_id(1)}, "
+        "x_ProviderLineType, "
         "allocation_kind, "
         "attribution_method, attempt_id, experiment_id, unallocated_reason, "
         '"ContractedCost", "PricingCurrencyEffectiveCost" from {table} '

@@ -35,11 +35,11 @@ def _scope(snapshot: Path, moved: list[str], provider: str = "aws", **options: o
         "months": MONTHS,
         "previous_months": MONTHS,
         "folder": snapshot,
-        "engine": "duckdb",
+        "carries": True,
         **options,
     }
     return scope(moved, settings["months"], settings["previous_months"], deliveries,
-                 settings["folder"], settings["engine"])  # fmt: skip
+                 settings["folder"], settings["carries"])  # fmt: skip
 
 
 def test_a_month_whose_own_parts_moved_is_built_and_the_others_carried(snapshot: Path) -> None:
@@ -64,7 +64,7 @@ def test_a_new_month_is_built_and_the_held_ones_carried(snapshot: Path) -> None:
         (["telemetry", "2026-08 telemetry"], {}),
         (["clock"], {}),
         (["2026-08 aws deliveries", "2026-09 aws deliveries", "2026-10 aws deliveries"], {}),
-        (["2026-10 aws deliveries"], {"engine": "spark"}),
+        (["2026-10 aws deliveries"], {"carries": False}),
         (["2026-10 aws deliveries"], {"folder": None}),  # no snapshot to carry from
         (["2026-10 aws deliveries"], {"months": MONTHS[1:]}),  # a month left the bill
     ],

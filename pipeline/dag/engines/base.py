@@ -56,6 +56,8 @@ class Engine(Protocol):
     published_folder: Path | None
     # models built in resource-hash passes -> how many (pipeline.dag.partitions)
     partitions_used: dict[str, int]
+    # builds some billing periods and takes the others' published rows from a snapshot (carry)
+    carries_periods: bool
 
     def load_inputs(self, con: duckdb.DuckDBPyConnection) -> None:
         """Take the inputs the build database ``con`` holds now (raw.*, config.*)."""
@@ -68,6 +70,19 @@ class Engine(Protocol):
 
     def check(self, model: Model) -> CheckResult | None:
         """Run one check; None when it returns no rows."""
+
+    def carry(
+        self,
+        model: Model,
+        folder: Path,
+        entry: dict,
+        values: list[str],
+        keyed: tuple[str, dict] | None = None,
+    ) -> None:
+        """Add to the built ``model`` its published rows of the billing periods ``values`` in
+        the snapshot ``folder`` (``entry``: the table's entry in its snapshot.json). ``keyed``
+        (key column, another table's entry): for an unpartitioned table, its rows whose key
+        that table's partitions ``values`` hold and the built table does not."""
 
     def finish(
         self, con: duckdb.DuckDBPyConnection, models: list[Model], publish: bool = True

@@ -20,6 +20,13 @@ from pipeline.common.errors import InputError
 from pipeline.ingest import value_rules
 from pipeline.ingest.focus import csv_blocks
 from pipeline.ingest.focus import write as focus_write
+from pipeline.ingest.focus.names import (
+    SOURCE_FILE,
+    SOURCE_LINE,
+    check_names,
+    detect_version,
+    map_columns,
+)
 from pipeline.ingest.precision import note_rounding
 from pipeline.ingest.provider import FILE_ROWS
 from pipeline.ingest.unreadable import (
@@ -35,7 +42,6 @@ from schemas import focus
 log = logging.getLogger("runcost")
 
 NULL_TEXT = ["", "NULL", "null", "Null"]
-SOURCE_FILE, SOURCE_LINE = "runcost_source_file", "runcost_source_line"
 TYPED = "focus_typed"
 _TEXT = "focus_text"
 _LINE = "runcost_line"
@@ -91,11 +97,11 @@ def read_focus_file(
     is_csv = not path.name.lower().endswith(".parquet")
     if is_csv:  # a CSV is read as text only by the row pass
         names = _csv_header(path)
-        _check_names(names, path)
+        check_names(names, path)
         native = dict.fromkeys(names, "VARCHAR")
     else:
         names, native = _load_text(con, path, text_file)
-    mapping, extras = _map_columns(names, path)
+    mapping, extras = map_columns(names, path)
     try:
         version = detect_version(names, path)
         _check_required(path, version, mapping, provider_name)
@@ -188,25 +194,6 @@ def _typed(
     return read
 
 
-def detect_version(names: list[str], path: Path) -> str:
-    """The FOCUS version a column set belongs to (newest marker wins), or InputError."""
-    found = {_canonical(name) for name in names} | set(names)
-    folded = {name.lower() for name in found}
-    core = {name for name in focus.CORE if name.lower() in folded}
-    if len(core) + len({"effectivecost", "listcost"} & folded) < focus.RECOGNISED_AT:
-        shown = ", ".join(names[:8]) + (", ..." if len(names) > 8 else "")
-        raise InputError(
-            f"{path}: no FOCUS version recognised: the columns ({shown}) are not a FOCUS "
-            "1.0-1.3 Cost and Usage column set (expected BilledCost, EffectiveCost, ListCost, "
-            "BillingPeriodStart, ChargePeriodStart, BillingCurrency, ProviderName, ...). "
-            "Export the data as FOCUS; an AWS CUR export goes under aws.exports"
-        )
-    for version, markers in focus.VERSION_MARKERS:
-        if {marker.lower() for marker in markers} & {name.lower() for name in names}:
-            return version
-    return "1.0"
-
-
 def _load_text(
     con: duckdb.DuckDBPyConnection, path: Path, text_file: Path
 ) -> tuple[list[str], dict[str, str]]:
@@ -229,7 +216,7 @@ def _load_text(
             f"{focus_write.text_of(column, kind)} as {identifier(column)}"
             for column, kind, *_ in described
         ]
-        _check_names(names, path)
+        check_names(names, path)
         reader = f"read_parquet({literal(str(path))}, file_row_number = true)"
         con.execute(
             f"create or replace temp view {_TEXT} as select {', '.join(columns)}, "
@@ -241,7 +228,7 @@ def _load_text(
         )
         return names, {column: kind for column, kind, *_ in described}
     names = _csv_header(path)
-    _check_names(names, path)
+    check_names(names, path)
     try:
         reader = pacsv.open_csv(
             path,
@@ -292,43 +279,6 @@ def _csv_header(path: Path) -> list[str]:
         raise InputError(
             f"{path}: cannot read the CSV header ({error}); FOCUS CSV is UTF-8 text"
         ) from error
-
-
-def _check_names(names: list[str], path: Path) -> None:
-    seen: dict[str, str] = {}
-    for name in names:
-        if not name.strip():
-            raise InputError(f"{path}: a column has no name; every FOCUS column needs a header")
-        if name.lower() in seen:
-            raise InputError(
-                f"{path}: columns {seen[name.lower()]!r} and {name!r} differ only in case; "
-                "keep one of them"
-            )
-        seen[name.lower()] = name
-
-
-def _canonical(name: str) -> str:
-    by_lower = {known.lower(): known for known in focus.KINDS}
-    renamed = {old.lower(): new for old, new in focus.RENAMES.items()}
-    return by_lower.get(name.lower()) or renamed.get(name.lower()) or name
-
-
-def _map_columns(names: list[str], path: Path) -> tuple[dict[str, str], list[str]]:
-    """FOCUS name -> column in the file (case-insensitive, renames and fallbacks applied), and
-    the rest."""
-    mapping: dict[str, str] = {}
-    for name in sorted(names, key=lambda item: item.lower() in {k.lower() for k in focus.RENAMES}):
-        canonical = _canonical(name)
-        if canonical in focus.KINDS and canonical not in mapping:
-            mapping[canonical] = name
-    for name, source in focus.FALLBACKS.items():
-        if name not in mapping and source in mapping:
-            mapping[name] = mapping[source]
-    used = set(mapping.values())
-    extras = [name for name in names if name not in used and name not in (SOURCE_FILE, SOURCE_LINE)]
-    if extras:
-        log.info("%s: extra columns kept in raw/ but not read: %s", path, ", ".join(extras))
-    return mapping, extras
 
 
 def _check_values(

@@ -14,6 +14,7 @@ import duckdb
 from pipeline.common.duck import literal, optimizer_disabled
 from pipeline.common.errors import ModelError
 from pipeline.dag.engines.base import CHECK_SAMPLE_ROWS, BuildOutcome, CheckResult
+from pipeline.dag.engines.duckdb import carry as carried
 from pipeline.dag.models import SOURCE_SCHEMAS
 from pipeline.dag.partitions import auto_partitions, is_partitioned, pass_sql
 from pipeline.warehouse.parquet import (
@@ -68,6 +69,7 @@ class DuckDBEngine:
     """
 
     errors: tuple[type[BaseException], ...] = (duckdb.Error,)
+    carries_periods = True
 
     def __init__(
         self,
@@ -304,6 +306,29 @@ class DuckDBEngine:
         columns = [item[0] for item in cursor.description]
         total = self.con.execute(f"select count(*) from ({model.sql})").fetchone()[0]
         return CheckResult(columns, rows, total)
+
+    def carry(
+        self,
+        model: Model,
+        folder: Path,
+        entry: dict,
+        values: list[str],
+        keyed: tuple[str, dict] | None = None,
+    ) -> None:
+        """The snapshot's Parquet of a model written as Parquet is hard-linked into its files;
+        a table of the build reads the rows in (pipeline.dag.engines.duckdb.carry)."""
+        name = model.qualified
+        if keyed is not None:
+            key, used = keyed
+            carried.insert_keyed(self.con, name, folder, entry, key, (used, values))
+        elif name in self.published_files and self.published_folder is not None:
+            written = self.published_files[name]
+            self.published_files[name] = carried.link_partitions(
+                self.con, self.published_folder, written, name, folder, entry, values
+            )
+            self.period_values[name] = sorted({*self.period_values.get(name, ()), *values})
+        else:
+            carried.insert_partitions(self.con, name, folder, entry, values)
 
     def finish(
         self, con: duckdb.DuckDBPyConnection, models: list[Model], publish: bool = True

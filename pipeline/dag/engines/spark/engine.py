@@ -36,6 +36,7 @@ class SparkEngine:
     """
 
     published_folder: Path | None = None
+    carries_periods = False  # a Spark night builds every billing period
 
     def __init__(
         self, session: Any, options: SparkOptions, scratch: Path, owned: bool = False
@@ -53,6 +54,16 @@ class SparkEngine:
         self.published_files: dict[str, Path] = {}
         self.seconds: dict[str, float] = {}  # inputs, outputs: Spark's work outside the models
         self.partitions_used: dict[str, int] = {}
+
+    def carry(
+        self,
+        model: Model,
+        folder: Path,
+        entry: dict,
+        values: list[str],
+        keyed: tuple[str, dict] | None = None,
+    ) -> None:
+        raise NotImplementedError("a Spark night builds every billing period")
 
     def load_inputs(self, con: duckdb.DuckDBPyConnection) -> None:
         """Register the raw.* and config.* relations of the DuckDB build database in Spark:
