@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 from history_world import MONTHS, differences, first_night, night, published
 
+from pipeline.dag.models import across_periods, discover
+from pipeline.run.carry import PROFILES
 from pipeline.run.nightly import RunResult
 from pipeline.warehouse.snapshots import current_snapshot
 
@@ -128,3 +130,24 @@ def test_a_google_cloud_night_builds_every_month(tmp_path: Path) -> None:
 
     assert _record(result)["inputs"].get("carried") is None
     assert {item["action"] for item in _record(result)["period_builds"].values()} == {"built"}
+
+
+@pytest.mark.parametrize("provider", ["aws", "focus"])
+def test_every_table_of_one_period_is_published_by_period(tmp_path: Path, provider: str) -> None:
+    """A night carries a table's rows by its billing-period partitions: every published table
+    outside the models that combine periods has them (the profiles are carried by the keys
+    the carried lines use), or the carried months' rows of it would be missing."""
+    _world, warehouse = first_night(tmp_path, provider)
+    pointer = current_snapshot(warehouse)
+    assert pointer is not None
+    tables = json.loads((Path(pointer["snapshot"]) / "snapshot.json").read_text())["tables"]
+    combined = across_periods(discover())
+    unpartitioned = sorted(
+        name
+        for name, entry in tables.items()
+        if name.split(".")[0] not in ("telemetry", "config")  # written whole by every run
+        and name not in combined
+        and entry.get("rows")
+        and entry.get("partition_by") != "billing_period"
+    )
+    assert unpartitioned == [PROFILES]
