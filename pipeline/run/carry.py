@@ -26,7 +26,7 @@ from pathlib import Path
 from pipeline.dag.engines.base import Engine
 from pipeline.dag.models import PUBLISHED_TABLES, Model
 from pipeline.ingest.registry import PROVIDERS
-from pipeline.run.fingerprints import month_of
+from pipeline.run.fingerprints import ALL_DELIVERIES, month_of, month_of_part
 from pipeline.warehouse.raw_store import Delivery
 from pipeline.warehouse.snapshots import DamagedRecord, snapshot_record
 
@@ -35,8 +35,6 @@ PROFILES = "normalized.cost_line_profiles"
 FACTS = "normalized.cost_line_facts"
 SPLIT_ROWS = "normalized.split_cost_lines"
 SETTLING = frozenset(provider.name for provider in PROVIDERS if provider.settles)
-# the fingerprint part every month shares that only sums the months' own delivery parts
-MONTHLY_SUM = "deliveries"
 
 
 @dataclass(frozen=True)
@@ -67,9 +65,9 @@ def scope(
 ) -> Scope | None:
     """The months to build and to carry, or None to build every month (see the module)."""
     months, previous_months = set(months), set(previous_months)
-    own = {part.split(" ", 1)[0] for part in moved if month_of(part.split(" ", 1)[0])}
-    shared = [part for part in moved if not month_of(part.split(" ", 1)[0])]
-    if not carries_periods or folder is None or any(part != MONTHLY_SUM for part in shared):
+    own = {month for part in moved if (month := month_of_part(part))}
+    shared = [part for part in moved if not month_of_part(part)]
+    if not carries_periods or folder is None or any(part != ALL_DELIVERIES for part in shared):
         return None
     if not previous_months <= months or any(item.provider in SETTLING for item in deliveries):
         return None

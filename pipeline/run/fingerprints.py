@@ -48,6 +48,8 @@ TOOLING = frozenset({"test", "bench"})
 # parts that say how the inputs were read, not what they hold: equal content read from other
 # bytes (a telemetry file written again) is no change
 READ_AS = frozenset({"telemetry files"})
+# the shared part that sums every month's own delivery parts: it moves whenever one of them does
+ALL_DELIVERIES = "deliveries"
 TIMES = {
     "attempts": ("started_at", "ended_at"),
     "attempt_resources": ("started_at", "ended_at"),
@@ -186,7 +188,7 @@ def _assembled(
         "code": code_fingerprint(),
         "telemetry": shared_telemetry,
         "telemetry files": inputs.telemetry_files,
-        "deliveries": _digest(sorted(listed.items())),
+        ALL_DELIVERIES: _digest(sorted(listed.items())),
         # estimates stop at the clock: while telemetry holds an interval there, every night differs
         "clock": clock.isoformat() if held else "nothing held at the clock",
     }
@@ -341,6 +343,11 @@ def _delivered_at(delivery: Delivery) -> datetime | None:
     except ValueError:
         return None
     return when if when.tzinfo else when.replace(tzinfo=UTC)
+
+
+def month_of_part(part: str) -> str | None:
+    """The month a moved part names ("2026-10 aws deliveries"), or None for a shared part."""
+    return month_of(part.split(" ", 1)[0])
 
 
 def month_of(period: str) -> str | None:

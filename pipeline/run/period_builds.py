@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from pipeline.run.fingerprints import ALL_DELIVERIES, month_of_part
 from pipeline.warehouse.views import TableContent
 
 BUILT_WITH_OTHERS = "built with the months that moved"
@@ -23,15 +24,15 @@ def built(
     previous snapshot, ``changed`` when some table wrote it, ``none`` when no table has it.
     ``carried``: the months the run did not build (pipeline.run.carry), carried forward."""
     carried = set(carried)
-    common = [part for part in moved if not _month_part(part)]
+    common = [part for part in moved if not month_of_part(part)]
     if carried:  # the one shared part that moved sums the built months' own deliveries
-        common = [part for part in common if part != "deliveries"]
+        common = [part for part in common if part != ALL_DELIVERIES]
     found: dict[str, dict[str, object]] = {}
     for month in sorted(set(months)):
         if month in carried:
             found[month] = {"action": "carried forward", "why": [NOT_MOVED], "rows": "unchanged"}
             continue
-        own = [part.split(" ", 1)[1] for part in moved if _month_part(part) == month]
+        own = [part.split(" ", 1)[1] for part in moved if month_of_part(part) == month]
         holding = {
             table.name
             for table in contents
@@ -49,8 +50,3 @@ def carried(months: Iterable[str]) -> dict[str, dict[str, object]]:
         month: {"action": "carried forward", "why": ["nothing new"], "rows": "unchanged"}
         for month in sorted(set(months))
     }
-
-
-def _month_part(part: str) -> str | None:
-    head = part.split(" ", 1)[0]
-    return head if len(head) == 7 and head[4] == "-" and head.replace("-", "").isdigit() else None
