@@ -20,7 +20,7 @@ PACKAGES = ("pipeline", "schemas")
 
 
 def module_level_imports() -> dict[str, Path]:
-    """Top-level names of third-party modules imported at module level, with a file importing each."""
+    """Third-party top-level modules imported at module level, each with a file importing it."""
     found: dict[str, Path] = {}
     for package in PACKAGES:
         for path in sorted((ROOT / package).rglob("*.py")):
