@@ -2,29 +2,35 @@
 Connect server (not yet pointed at the master: its executors likely run in its own JVM).
 Every world, first run on an empty
 warehouse, publishes what the DuckDB engine publishes, to the last decimal; the raw billing
-Parquet is read by the executors, not passed through the driver."""
+Parquet is read by the executors, not passed through the driver. A second night that re-delivers
+one month builds it alone on the cluster and carries the others forward: what it publishes equals
+a full rebuild of the same inputs, and the carried months' Parquet is the snapshot's, linked."""
 
 from __future__ import annotations
 
 import contextlib
 import io
+import json
 import os
 import shutil
 import sys
 import unicodedata
 from collections.abc import Callable, Iterator
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
 import pytest
 from engine_compare import assert_same_tables, spark_twin
+from history_world import EXPORT, MONTHS, World, differences, published
 from spark_cluster import APP_SETTINGS, connect_server, standalone_cluster
 
 from pipeline.config.loader import load_config
-from pipeline.run.nightly import run_pipeline
+from pipeline.run.nightly import RunResult, run_pipeline
 from pipeline.run.sources import TELEMETRY_TABLES
 from pipeline.scenario import write_scenario
+from pipeline.warehouse.snapshots import current_snapshot
 
 pytest.importorskip("pyspark", reason="the Spark engine needs the spark extra")
 if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
@@ -211,3 +217,80 @@ def test_spark_connect_session_reads_tags_in_nfc(
         assert [tuple(row) for row in session.sql(to_spark(sql)).collect()] == [(nfc, "att-llm-01")]
     finally:
         os.environ.pop("SPARK_CONNECT_MODE_ENABLED", None)
+
+
+def _night_on_cluster(world: World, warehouse: Path, spark: str, **options: object) -> RunResult:
+    """One night of the history ``world`` on ``warehouse``, built on the Spark cluster."""
+    config = world.write_config(warehouse)
+    config.write_text('engine = "spark"\n' + config.read_text(encoding="utf-8") + spark)
+    return run_pipeline(load_config(config), now=world.clock, **options)
+
+
+@pytest.fixture
+def linked_by_engine(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[bool]]:
+    """Per table the engine carried periods into, whether each file of its carried partitions
+    in the Parquet the executors wrote (before publish moves it) is the snapshot's file."""
+    from pipeline.dag.engines.spark.engine import SparkEngine
+
+    seen: dict[str, list[bool]] = {}
+    finish = SparkEngine.finish
+
+    def finish_then_look(engine: SparkEngine, *args: Any, **kwargs: Any) -> Any:
+        outcome = finish(engine, *args, **kwargs)
+        for name, held in engine.carried.items():
+            for source in held.partitions:
+                written = outcome.published_files[name] / source.name
+                seen.setdefault(name, []).extend(
+                    (written / path.name).stat().st_ino == path.stat().st_ino
+                    for path in source.iterdir()
+                )
+        return outcome
+
+    monkeypatch.setattr(SparkEngine, "finish", finish_then_look)
+    return seen
+
+
+def test_a_second_night_on_a_cluster_builds_the_re_delivered_month_alone(
+    master: str, cluster_session: Any, linked_by_engine: dict, tmp_path: Path
+) -> None:
+    spark = f'[spark]\nmaster = "{master}"\n' + _conf(RUN_SETTINGS)
+    world = World(tmp_path / "inputs", "aws")
+    (world.root / "exports" / EXPORT / "data").mkdir(parents=True)
+    for period in MONTHS:
+        world.deliver(period)
+    world.write_telemetry()
+    warehouse = tmp_path / "warehouse"
+    assert _night_on_cluster(world, warehouse, spark).status == "published"
+    assert not linked_by_engine  # a first night carries nothing
+    shutil.copytree(warehouse, tmp_path / "rebuilt", symlinks=True)
+    pointer = current_snapshot(warehouse)
+    assert pointer is not None
+    before = Path(pointer["snapshot"])
+    newest = MONTHS[-1]
+    world.deliveries[newest] += 1
+    world.surcharge[newest] = Decimal("0.37")
+    world.deliver(newest)
+
+    result = _night_on_cluster(world, warehouse, spark)
+
+    record = json.loads(Path(result.manifest).read_text(encoding="utf-8"))
+    assert record["inputs"]["carried"] == list(MONTHS[:-1])
+    assert {month: item["action"] for month, item in record["period_builds"].items()} == {
+        **dict.fromkeys(MONTHS[:-1], "carried forward"),
+        newest: "built",
+    }
+    # the executors wrote the built month alone: every carried partition is the snapshot's files
+    assert "normalized.cost_line_facts" in linked_by_engine
+    assert all(all(found) for found in linked_by_engine.values()), linked_by_engine
+    partition = Path("normalized") / "cost_line_facts" / f"billing_period={MONTHS[0]}"
+    for path in (Path(result.snapshot) / partition).iterdir():
+        assert path.stat().st_ino == (before / partition / path.name).stat().st_ino
+    # the same raw, every month built on the cluster
+    reference = tmp_path / "rebuilt"
+    shutil.rmtree(reference / "raw")
+    shutil.copytree(warehouse / "raw", reference / "raw", symlinks=True)
+    rebuilt = _night_on_cluster(world, reference, spark, full_refresh=True)
+    rebuilt_record = json.loads(Path(rebuilt.manifest).read_text(encoding="utf-8"))
+    assert rebuilt_record["inputs"].get("carried") is None
+    assert differences(published(result.database), published(rebuilt.database)) == {}
+    assert result.content_hashes == rebuilt.content_hashes

@@ -12,6 +12,7 @@ import duckdb
 
 from pipeline.config.engine import SparkOptions
 from pipeline.dag.engines.base import CHECK_SAMPLE_ROWS, BuildOutcome, CheckResult
+from pipeline.dag.engines.spark import carry as carried
 from pipeline.dag.engines.spark.inputs import Inputs, load_inputs
 from pipeline.dag.engines.spark.outputs import write_outputs
 from pipeline.dag.engines.spark.session import is_local, spark_errors
@@ -33,10 +34,15 @@ class SparkEngine:
     The executors write every published table themselves in ``finish`` (spark.outputs), so the
     run writes no published Parquet for the build (``published_folder`` is None); Spark divides
     the work across executors itself, so no model is built in resource-hash passes.
+
+    A carried period's rows are read from the snapshot into the table's view (spark.carry). A
+    temp view holds the plan of the views it read when it was made, not their names: the views
+    built before a carry that read a carried table are made again before the next model, so the
+    models that combine periods read every period, as DuckDB's views do.
     """
 
     published_folder: Path | None = None
-    carries_periods = False  # a Spark night builds every billing period
+    carries_periods = True
 
     def __init__(
         self, session: Any, options: SparkOptions, scratch: Path, owned: bool = False
@@ -54,6 +60,10 @@ class SparkEngine:
         self.published_files: dict[str, Path] = {}
         self.seconds: dict[str, float] = {}  # inputs, outputs: Spark's work outside the models
         self.partitions_used: dict[str, int] = {}
+        self.created: list[Model] = []  # in the order built
+        self.changed: set[str] = set()  # carried into since the views reading them were made
+        # published name -> its built rows and the snapshot's carried partitions, to link
+        self.carried: dict[str, carried.Carried] = {}
 
     def carry(
         self,
@@ -63,7 +73,29 @@ class SparkEngine:
         values: list[str],
         keyed: tuple[str, dict] | None = None,
     ) -> None:
-        raise NotImplementedError("a Spark night builds every billing period")
+        """The snapshot's rows of the periods ``values`` added to the model's view, read by
+        the executors and checkpointed; a partitioned table's carried partitions are linked
+        into its published folder in ``finish`` instead of written."""
+        view = view_name(model.qualified)
+        built = self.session.table(view)
+        if keyed is not None:
+            key, used = keyed
+            rows = carried.keyed_rows(self.session, folder, entry, key, (used, values), built)
+        else:
+            partitions = carried.partition_folders(folder, entry, values)
+            rows = carried.partition_rows(self.session, partitions, built)
+            self.carried[model.qualified] = carried.Carried(built, tuple(partitions))
+        self._register(built.unionByName(rows).localCheckpoint(eager=True), view)
+        self.changed.add(model.qualified)
+
+    def _remake_views(self) -> None:
+        """Make again, in build order, every view built before a carry that reads a carried
+        table or such a view."""
+        for model in self.created if self.changed else ():
+            if model.materialization not in STORED and self.changed & model.inputs:
+                self._register(self._frame(model), view_name(model.qualified))
+                self.changed.add(model.qualified)
+        self.changed.clear()
 
     def load_inputs(self, con: duckdb.DuckDBPyConnection) -> None:
         """Register the raw.* and config.* relations of the DuckDB build database in Spark:
@@ -89,18 +121,24 @@ class SparkEngine:
 
     def create(self, model: Model) -> None:
         """Build a model; a Spark error is shortened to its message (not the query plan)."""
-        # one pass: Spark partitions the work across executors itself (pipeline.dag.partitions)
-        frame = self.session.sql(to_spark(pass_sql(model.sql, 1, 0)))
+        self._remake_views()
+        frame = self._frame(model)
         if model.materialization in STORED:
             # computed once, like a DuckDB table, instead of re-run by every reader
             frame = frame.localCheckpoint(eager=True)
         self._register(frame, view_name(model.qualified))
+        self.created.append(model)
+
+    def _frame(self, model: Model) -> Any:
+        # one pass: Spark partitions the work across executors itself (pipeline.dag.partitions)
+        return self.session.sql(to_spark(pass_sql(model.sql, 1, 0)))
 
     def _register(self, frame: Any, view: str) -> None:
         frame.createOrReplaceTempView(view)
         self.views.add(view)
 
     def check(self, model: Model) -> CheckResult | None:
+        self._remake_views()
         query = to_spark(model.sql)
         frame = self.session.sql(f"select * from ({query}) as failing limit {CHECK_SAMPLE_ROWS}")
         rows = [tuple(row) for row in frame.collect()]
@@ -138,7 +176,7 @@ class SparkEngine:
         }
         started = time.perf_counter()
         self.published_files = write_outputs(
-            self.session, con, models, names, self.scratch / "outputs"
+            self.session, con, models, names, self.scratch / "outputs", self.carried
         )
         self.seconds["outputs"] = time.perf_counter() - started
         log.info(
@@ -156,6 +194,7 @@ class SparkEngine:
         written, and ``con`` holds none of the built tables."""
         if not publish:
             return BuildOutcome(in_connection=False)
+        self._remake_views()
         if self.options.catalog:
             rows = self.write_catalog(models)
             return BuildOutcome(

@@ -5,16 +5,20 @@ Each published table is written by Spark under the run's scratch folder as publi
 `config/x.parquet` otherwise), and the build database gets a view over those files, typed as
 DuckDB types the same model, so the run's inspections, totals and content hashes read them as
 they read DuckDB's tables. Publish then moves the files into the snapshot instead of copying.
+A table with carried periods (spark.carry) has only its built rows written: the carried
+partitions are the snapshot's files, hard-linked.
 """
 
 from __future__ import annotations
 
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import duckdb
 
+from pipeline.dag.engines.spark.carry import Carried, link_carried
 from pipeline.dag.engines.spark.schemas import spark_path
 from pipeline.dag.engines.spark.transpile import view_name
 from pipeline.dag.partitions import pass_sql
@@ -34,12 +38,15 @@ def write_outputs(
     models: list[Model],
     published: dict[str, str],
     folder: Path,
+    carried: Mapping[str, Carried] | None = None,
 ) -> dict[str, Path]:
     """Write every published relation as Parquet from Spark; views over it in ``con``.
 
     ``published`` maps the model a relation is built by (`staging.attempts`) to the name it is
-    published as (`telemetry.attempts`). Returns published name -> the file or folder written.
+    published as (`telemetry.attempts`); ``carried``: the tables with carried periods, whose
+    built rows alone are written. Returns published name -> the file or folder written.
     """
+    carried = carried or {}
     from pipeline.dag.models import order
 
     written: dict[str, Path] = {}
@@ -62,7 +69,10 @@ def write_outputs(
         schema, table = name.split(".", 1)
         if partitioned:
             target = folder / schema / table
-            _write_partitioned(frame, target)
+            held = carried.get(model.qualified)
+            _write_partitioned(frame if held is None else held.built, target)
+            if held is not None:
+                link_carried(target, held.partitions)
             source = (
                 f"read_parquet('{sql_path(target)}/*/*.parquet', hive_partitioning = true, "
                 f"hive_types = {{'{PARTITION_COLUMN}': '{dict(columns)[PARTITION_COLUMN]}'}})"
@@ -78,6 +88,9 @@ def write_outputs(
 
 
 def _write_partitioned(frame: Any, target: Path) -> None:
+    if frame.limit(1).count() == 0:  # only carried rows: no period of its own to write
+        target.mkdir(parents=True, exist_ok=True)
+        return
     writer = frame.write.mode("overwrite").option("compression", "zstd")
     writer.partitionBy(PARTITION_COLUMN).parquet(spark_path(target))
     _tidy(target)
