@@ -227,12 +227,14 @@ def _night_on_cluster(world: World, warehouse: Path, spark: str, **options: obje
 
 
 @pytest.fixture
-def linked_by_engine(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[bool]]:
-    """Per table the engine carried periods into, whether each file of its carried partitions
-    in the Parquet the executors wrote (before publish moves it) is the snapshot's file."""
+def carried_by_engine(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    """What a Spark build with carried periods finished with: per table it carried periods
+    into, whether each file of its carried partitions in the Parquet the executors wrote
+    (before publish moves it) is the snapshot's file; the billing periods the temp views of
+    the lines and slices (built before the carry, read by models that combine periods) hold."""
     from pipeline.dag.engines.spark.engine import SparkEngine
 
-    seen: dict[str, list[bool]] = {}
+    seen: dict[str, Any] = {}
     finish = SparkEngine.finish
 
     def finish_then_look(engine: SparkEngine, *args: Any, **kwargs: Any) -> Any:
@@ -244,6 +246,10 @@ def linked_by_engine(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[bool]]:
                     (written / path.name).stat().st_ino == path.stat().st_ino
                     for path in source.iterdir()
                 )
+        if engine.carried:
+            for view in ("normalized__cost_lines", "allocation__cost_slices"):
+                frame = engine.session.table(view).select("billing_period").distinct()
+                seen[view] = sorted(row[0] for row in frame.collect())
         return outcome
 
     monkeypatch.setattr(SparkEngine, "finish", finish_then_look)
@@ -251,7 +257,7 @@ def linked_by_engine(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[bool]]:
 
 
 def test_a_second_night_on_a_cluster_builds_the_re_delivered_month_alone(
-    master: str, cluster_session: Any, linked_by_engine: dict, tmp_path: Path
+    master: str, cluster_session: Any, carried_by_engine: dict, tmp_path: Path
 ) -> None:
     spark = f'[spark]\nmaster = "{master}"\n' + _conf(RUN_SETTINGS)
     world = World(tmp_path / "inputs", "aws")
@@ -261,7 +267,7 @@ def test_a_second_night_on_a_cluster_builds_the_re_delivered_month_alone(
     world.write_telemetry()
     warehouse = tmp_path / "warehouse"
     assert _night_on_cluster(world, warehouse, spark).status == "published"
-    assert not linked_by_engine  # a first night carries nothing
+    assert not carried_by_engine  # a first night carries nothing
     shutil.copytree(warehouse, tmp_path / "rebuilt", symlinks=True)
     pointer = current_snapshot(warehouse)
     assert pointer is not None
@@ -279,9 +285,13 @@ def test_a_second_night_on_a_cluster_builds_the_re_delivered_month_alone(
         **dict.fromkeys(MONTHS[:-1], "carried forward"),
         newest: "built",
     }
+    # the views built before the carry were made again over every month's rows
+    linked = dict(carried_by_engine)
+    assert linked.pop("normalized__cost_lines") == list(MONTHS)
+    assert linked.pop("allocation__cost_slices") == list(MONTHS)
     # the executors wrote the built month alone: every carried partition is the snapshot's files
-    assert "normalized.cost_line_facts" in linked_by_engine
-    assert all(all(found) for found in linked_by_engine.values()), linked_by_engine
+    assert "normalized.cost_line_facts" in linked
+    assert all(all(found) for found in linked.values()), linked
     partition = Path("normalized") / "cost_line_facts" / f"billing_period={MONTHS[0]}"
     for path in (Path(result.snapshot) / partition).iterdir():
         assert path.stat().st_ino == (before / partition / path.name).stat().st_ino

@@ -70,8 +70,11 @@ def write_outputs(
         if partitioned:
             target = folder / schema / table
             held = carried.get(model.qualified)
-            _write_partitioned(frame if held is None else held.built, target)
-            if held is not None:
+            if held is None:
+                _write_partitioned(frame, target)
+            else:  # the built periods, and the carried ones linked
+                if held.built.limit(1).count():
+                    _write_partitioned(held.built, target)
                 link_carried(target, held.partitions)
             source = (
                 f"read_parquet('{sql_path(target)}/*/*.parquet', hive_partitioning = true, "
@@ -88,9 +91,6 @@ def write_outputs(
 
 
 def _write_partitioned(frame: Any, target: Path) -> None:
-    if frame.limit(1).count() == 0:  # only carried rows: no period of its own to write
-        target.mkdir(parents=True, exist_ok=True)
-        return
     writer = frame.write.mode("overwrite").option("compression", "zstd")
     writer.partitionBy(PARTITION_COLUMN).parquet(spark_path(target))
     _tidy(target)
