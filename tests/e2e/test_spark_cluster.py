@@ -165,60 +165,6 @@ def test_every_world_on_a_standalone_cluster(
     _assert_executors_read_the_bill(inspected, world, _cost_lines(duckdb_runs, world))
 
 
-@pytest.mark.parametrize("world", sorted(WORLDS))
-def test_every_world_on_spark_connect(
-    world: str, remote: str, duckdb_runs: dict, inspected: dict
-) -> None:
-    try:
-        _run_on_cluster(duckdb_runs, world, "connect", f'[spark]\nremote = "{remote}"\n')
-    finally:
-        # a Connect client marks the process Connect-only: the next classic session in this
-        # worker (test_spark_engine's) must not inherit it
-        os.environ.pop("SPARK_CONNECT_MODE_ENABLED", None)
-    _assert_executors_read_the_bill(inspected, world, _cost_lines(duckdb_runs, world))
-
-
-def _cost_lines(duckdb_runs: dict[str, tuple[Path, Any]], world: str) -> int:
-    return int(duckdb_runs[world][1].row_counts["normalized.cost_line_facts"])
-
-
-BILL = {"demo": "raw.aws_cur2", "gcp": "raw.gcp_billing", "focus": "raw.focus_billing"}
-
-
-def _assert_executors_read_the_bill(inspected: dict[str, Any], world: str, cost_lines: int) -> None:
-    """The bill's Spark plan scans its Parquet files; only small tables came from the driver."""
-    bill = BILL[world]
-    files, plan = inspected[bill]
-    listed = {os.path.realpath(path) for path in inspected["listed"][bill]}
-    assert listed, bill  # the world has a bill to read
-    assert {os.path.realpath(unquote(urlparse(uri).path)) for uri in files} == listed
-    assert "parquet" in plan.lower() and "Scan" in plan, plan
-    driver = inspected["through_driver"]
-    assert not set(driver) & set(BILL.values())
-    # settings, telemetry and lists of files (a row per delivery file): nothing bill-sized
-    telemetry = max(driver[f"raw.{name}"] for name in TELEMETRY_TABLES)
-    assert max(driver.values()) <= max(telemetry, len(listed)), driver
-    assert max(driver.values()) < cost_lines
-
-
-def test_spark_connect_session_reads_tags_in_nfc(
-    remote: str, tmp_path_factory: pytest.TempPathFactory
-) -> None:
-    """nfc_normalize, a UDF runcost registers (Spark has none), runs on the Connect server: a
-    decomposed tag reads as the composed attempt id, as in DuckDB."""
-    from pipeline.config.engine import SparkOptions
-    from pipeline.dag.engines.spark.session import open_session
-    from pipeline.dag.engines.spark.transpile import to_spark
-
-    nfd, nfc = unicodedata.normalize("NFD", "att-café"), unicodedata.normalize("NFC", "att-café")
-    sql = f"select nfc_normalize('{nfd}') as tag, nfc_normalize('att-llm-01') as plain"
-    session, _started = open_session(SparkOptions(remote=remote), tmp_path_factory.mktemp("nfc"))
-    try:
-        assert [tuple(row) for row in session.sql(to_spark(sql)).collect()] == [(nfc, "att-llm-01")]
-    finally:
-        os.environ.pop("SPARK_CONNECT_MODE_ENABLED", None)
-
-
 def _night_on_cluster(world: World, warehouse: Path, spark: str, **options: object) -> RunResult:
     """One night of the history ``world`` on ``warehouse``, built on the Spark cluster."""
     config = world.write_config(warehouse)
@@ -304,3 +250,57 @@ def test_a_second_night_on_a_cluster_builds_the_re_delivered_month_alone(
     assert rebuilt_record["inputs"].get("carried") is None
     assert differences(published(result.database), published(rebuilt.database)) == {}
     assert result.content_hashes == rebuilt.content_hashes
+
+
+@pytest.mark.parametrize("world", sorted(WORLDS))
+def test_every_world_on_spark_connect(
+    world: str, remote: str, duckdb_runs: dict, inspected: dict
+) -> None:
+    try:
+        _run_on_cluster(duckdb_runs, world, "connect", f'[spark]\nremote = "{remote}"\n')
+    finally:
+        # a Connect client marks the process Connect-only: the next classic session in this
+        # worker (test_spark_engine's) must not inherit it
+        os.environ.pop("SPARK_CONNECT_MODE_ENABLED", None)
+    _assert_executors_read_the_bill(inspected, world, _cost_lines(duckdb_runs, world))
+
+
+def _cost_lines(duckdb_runs: dict[str, tuple[Path, Any]], world: str) -> int:
+    return int(duckdb_runs[world][1].row_counts["normalized.cost_line_facts"])
+
+
+BILL = {"demo": "raw.aws_cur2", "gcp": "raw.gcp_billing", "focus": "raw.focus_billing"}
+
+
+def _assert_executors_read_the_bill(inspected: dict[str, Any], world: str, cost_lines: int) -> None:
+    """The bill's Spark plan scans its Parquet files; only small tables came from the driver."""
+    bill = BILL[world]
+    files, plan = inspected[bill]
+    listed = {os.path.realpath(path) for path in inspected["listed"][bill]}
+    assert listed, bill  # the world has a bill to read
+    assert {os.path.realpath(unquote(urlparse(uri).path)) for uri in files} == listed
+    assert "parquet" in plan.lower() and "Scan" in plan, plan
+    driver = inspected["through_driver"]
+    assert not set(driver) & set(BILL.values())
+    # settings, telemetry and lists of files (a row per delivery file): nothing bill-sized
+    telemetry = max(driver[f"raw.{name}"] for name in TELEMETRY_TABLES)
+    assert max(driver.values()) <= max(telemetry, len(listed)), driver
+    assert max(driver.values()) < cost_lines
+
+
+def test_spark_connect_session_reads_tags_in_nfc(
+    remote: str, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """nfc_normalize, a UDF runcost registers (Spark has none), runs on the Connect server: a
+    decomposed tag reads as the composed attempt id, as in DuckDB."""
+    from pipeline.config.engine import SparkOptions
+    from pipeline.dag.engines.spark.session import open_session
+    from pipeline.dag.engines.spark.transpile import to_spark
+
+    nfd, nfc = unicodedata.normalize("NFD", "att-café"), unicodedata.normalize("NFC", "att-café")
+    sql = f"select nfc_normalize('{nfd}') as tag, nfc_normalize('att-llm-01') as plain"
+    session, _started = open_session(SparkOptions(remote=remote), tmp_path_factory.mktemp("nfc"))
+    try:
+        assert [tuple(row) for row in session.sql(to_spark(sql)).collect()] == [(nfc, "att-llm-01")]
+    finally:
+        os.environ.pop("SPARK_CONNECT_MODE_ENABLED", None)
