@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pipeline.common.macro import Macro
 from pipeline.common.money import MONEY_SQL
 from pipeline.dag.basis_macros import BASES
+from pipeline.dag.key_macros import ALLOCATION_MODEL_NAMES
 
 # Each FOCUS cost column normalized.focus publishes, the name its slice amount takes, and the order
 # in which runcost's bases are tried for it: a FOCUS amount is one of its line's four bases (or 0)
@@ -131,42 +132,84 @@ FOCUS_COSTS_FROM_SPLITS = Macro(
     relations=("relation", "splits"),
 )
 
-# The slices of one candidate origin row and model, in the order that puts the slice taking the
-# rounding remainders last: the slice of the largest billed amount, then effective amount, takes
-# them, ties going to the first by kind, method, attempt, experiment and reason (the slice's keys:
-# the order is total). Last, so that a running sum (the default frame) is the whole sum there.
+# The whole of each ratio-split column of a candidate origin row that no basis of its line equals
+# (<name>_from 'other', focus_cost_sources), named whole_<name>: what its slices split by ratio
+# with a rounding remainder. NULL where the column is NULL, 0 or a basis: its slices take it as
+# sliced.
+FOCUS_RATIO_WHOLES = Macro(
+    "focus_ratio_wholes",
+    ("relation",),
+    ", ".join(
+        f"case when {{relation}}.{name}_from = 'other' then {{relation}}.{focus} end "
+        f"as whole_{name}"
+        for focus, name, _ in FOCUS_RATIO_COSTS
+    ),
+    relations=("relation",),
+)
+
+# The slices of one candidate origin row, each stored once for the models it belongs to
+# (allocation.cost_slices), in the order that puts the slice taking a model's rounding remainders
+# after the model's other slices: the slice of the largest billed amount, then effective amount,
+# takes them, ties going to the first by kind, method, attempt, experiment and reason (a model's
+# slice keys: the order is total among one model's slices; a slice of one model only may tie with
+# one of the other's, and the two never meet in a model's sums). Last, so that a running sum (the
+# default frame) is the model's whole sum there.
 _LAST_TAKES_REST = (
-    "partition by {relation}.allocation_model, {relation}.x_LineId, "
-    "{relation}.x_ProviderLineType order by abs({relation}.billed_cost) asc nulls first, "
+    "partition by {relation}.x_LineId, {relation}.x_ProviderLineType "
+    "order by abs({relation}.billed_cost) asc nulls first, "
     "abs({relation}.effective_cost) asc nulls first, {relation}.allocation_kind desc nulls first, "
     "{relation}.attribution_method desc nulls last, {relation}.attempt_id desc nulls last, "
     "{relation}.experiment_id desc nulls last, {relation}.unallocated_reason desc nulls last"
 )
 
-# Over the slices of each candidate origin row and model, in one window: takes_rest on the slice
-# that takes the rounding remainders, and each ratio-split column's sliced amounts summed up to
-# the slice (sliced_<name>_sum: the whole sum on the slice that takes the rest).
+
+def _ratio_sums(model: str) -> str:
+    member = f"in_allocation_model({{relation}}.allocation_models, '{model}')"
+    slices = f"count(case when {member} then 1 end) over ({_LAST_TAKES_REST}"
+    whole = " rows between unbounded preceding and unbounded following)"
+    return ", ".join(
+        (
+            f"{slices}) = {slices}{whole} as takes_rest_{model}",
+            *(
+                f"sum(case when {member} then {{relation}}.sliced_{name} end) "
+                f"over ({_LAST_TAKES_REST}) as sliced_{name}_sum_{model}"
+                for _, name, _ in FOCUS_RATIO_COSTS
+            ),
+        )
+    )
+
+
+# Over the stored slices of each candidate origin row, in one window (one sort of each slice, not
+# of its copy under each model), for each allocation model: takes_rest_<model> on the model's
+# slice that takes its rounding remainders (the last of its slices: as many up to it as in the
+# row), and each ratio-split column's sliced amounts of the model's slices summed up to the slice
+# (sliced_<name>_sum_<model>: the model's whole sum on the slice that takes the rest).
 FOCUS_RATIO_SUMS = Macro(
     "focus_ratio_sums",
     ("relation",),
-    f"lead(true) over ({_LAST_TAKES_REST}) is null as takes_rest, "
-    + ", ".join(
-        f"sum({{relation}}.sliced_{name}) over ({_LAST_TAKES_REST}) as sliced_{name}_sum"
-        for _, name, _ in FOCUS_RATIO_COSTS
-    ),
+    ", ".join(_ratio_sums(model) for model in ALLOCATION_MODEL_NAMES),
     relations=("relation",),
 )
 
-# The ratio-split columns of a candidate origin row's slices (<relation> with focus_ratio_sums): a
-# column no basis equals has its rounding remainder placed on the slice that takes it
-# (first_slice_takes_rest); a column of a basis stays as sliced. Named as the FOCUS column.
+
+def _of_model(column: str) -> str:
+    cases = " ".join(
+        f"when '{model}' then {{relation}}.{column}_{model}" for model in ALLOCATION_MODEL_NAMES
+    )
+    return f"case {{model}} {cases} end"
+
+
+# The ratio-split columns of a candidate origin row's slices under <model> (<relation> with
+# focus_ratio_wholes and focus_ratio_sums): a column no basis equals has its rounding remainder
+# placed on the model's slice that takes it (first_slice_takes_rest); a column of a basis stays as
+# sliced. Named as the FOCUS column.
 FOCUS_COSTS_WITH_REST = Macro(
     "focus_costs_with_rest",
-    ("relation",),
+    ("relation", "model"),
     ", ".join(
-        f"case when {{relation}}.{name}_from = 'other' then first_slice_takes_rest("
-        f"{{relation}}.takes_rest, {{relation}}.{focus}, {{relation}}.sliced_{name}_sum, "
-        f"{{relation}}.sliced_{name}) else {{relation}}.sliced_{name} end as {focus}"
+        f"case when {{relation}}.whole_{name} is null then {{relation}}.sliced_{name} "
+        f"else first_slice_takes_rest({_of_model('takes_rest')}, {{relation}}.whole_{name}, "
+        f"{_of_model(f'sliced_{name}_sum')}, {{relation}}.sliced_{name}) end as {focus}"
         for focus, name, _ in FOCUS_RATIO_COSTS
     ),
     relations=("relation",),
@@ -223,6 +266,7 @@ FOCUS_MACROS = (
     FOCUS_COSTS_MAYBE_UNMATCHED,
     FOCUS_SLICE_COSTS,
     FOCUS_COSTS_FROM_SPLITS,
+    FOCUS_RATIO_WHOLES,
     FOCUS_RATIO_SUMS,
     FOCUS_COSTS_WITH_REST,
     FOCUS_CHECKSUMS,

@@ -55,6 +55,11 @@ LINE_WINDOWS = relation_columns(
     ("charge_period_start", "charge_period_end", "billing_period_start", "billing_period_end"),
 )
 
+# The allocation models (DESIGN.md section 8), by name: a stored slice belongs to one of them or to
+# 'both' (in_allocation_model); allocation_models() lists them, and a FOCUS split by ratio places
+# each model's rounding remainders (focus_ratio_sums).
+ALLOCATION_MODEL_NAMES = ("marginal", "fully_loaded")
+
 # A slice's key under an allocation model: its model, line, kind and attempt (the grain of
 # allocation.cost_allocations, with the experiment of a slice no attempt holds).
 SLICE_KEY = relation_columns(

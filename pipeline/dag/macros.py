@@ -17,7 +17,7 @@ from pipeline.common.money import EXACT_DECIMAL_SQL, MONEY_SQL
 from pipeline.dag.allocated_macros import ALLOCATED_MACROS
 from pipeline.dag.basis_macros import BASES, BASIS_MACROS
 from pipeline.dag.focus_macros import FOCUS_MACROS
-from pipeline.dag.key_macros import KEY_MACROS
+from pipeline.dag.key_macros import ALLOCATION_MODEL_NAMES, KEY_MACROS
 from pipeline.dag.partitions import PARTITION, PARTITIONS
 from pipeline.dag.profile_macros import LINE_PROFILE_COLUMNS, PROFILE_MACROS
 
@@ -168,7 +168,11 @@ IN_ALLOCATION_MODEL = Macro(
 # The allocation models (DESIGN.md section 8), one row each: a reader expands the stored slices'
 # sums to the models by joining them on in_allocation_model, or lists every attempt under each.
 ALLOCATION_MODELS = Macro(
-    "allocation_models", (), "(select unnest(['marginal', 'fully_loaded']) as allocation_model)"
+    "allocation_models",
+    (),
+    "(select unnest(["
+    + ", ".join(f"'{model}'" for model in ALLOCATION_MODEL_NAMES)
+    + "]) as allocation_model)",
 )
 
 # The part of that rule a reader joins on its own: the slice belongs to both models (not only to

@@ -9,15 +9,18 @@
 -- that is not NULL, not 0 and equals none of the row's BilledCost, EffectiveCost and ListCost) are split here
 -- once, before any other FOCUS row meets a slice. A column of a basis of the line takes the slice's own amount in
 -- that basis; a column no basis equals is split by the slice's ratio of its line (macro slice_ratio_of_line), the
--- slice of the largest amount taking the rounding remainder, so the slices sum exactly to the origin row.
+-- slice of the largest amount under each allocation model taking that model's rounding remainder, so each
+-- model's slices sum exactly to the origin row. The slices are read as stored (allocation.cost_slices, a slice
+-- the two models share once) and placed in one window per origin row, then expanded to the models
+-- (in_allocation_model): the window sorts each stored slice once, not its copy under each model.
 -- FOCUS names are PascalCase by specification; DuckDB keeps an alias's case as written
 -- noqa: disable=CP02
 with focus as (
     select * from normalized.focus
 ),
 
-model_slices as (
-    select * from allocation.model_slices
+cost_slices as (
+    select * from allocation.cost_slices
 ),
 
 candidates as (
@@ -55,29 +58,40 @@ sourced as (
 ),
 
 parts as (
-    -- each slice on each candidate row of its line, its amounts before any rounding remainder
+    -- each stored slice of each candidate row's line, its amounts before any rounding remainder
     select
-        sliced.*,
+        sliced.x_LineId,
+        sliced.x_ProviderLineType,
+        sliced.allocation_models,
+        sliced.billing_period,
+        sliced.allocation_kind,
+        sliced.attribution_method,
+        sliced.attempt_id,
+        sliced.experiment_id,
+        sliced.unallocated_reason,
+        sliced.billed_cost,
+        sliced.effective_cost,
+        focus_ratio_wholes(sliced),  -- noqa: AL03, RF02
         focus_slice_costs(sliced)  -- noqa: AL03, RF02
     from (
         select
             sourced.*,
-            model_slices.allocation_model,
-            model_slices.billing_period,
-            model_slices.allocation_kind,
-            model_slices.attribution_method,
-            model_slices.attempt_id,
-            model_slices.experiment_id,
-            model_slices.unallocated_reason,
-            bases(model_slices),  -- noqa: AL03, RF02
-            slice_ratio_of_line(model_slices, sourced) as line_ratio  -- noqa: RF02
+            cost_slices.allocation_models,
+            cost_slices.billing_period,
+            cost_slices.allocation_kind,
+            cost_slices.attribution_method,
+            cost_slices.attempt_id,
+            cost_slices.experiment_id,
+            cost_slices.unallocated_reason,
+            bases(cost_slices),  -- noqa: AL03, RF02
+            slice_ratio_of_line(cost_slices, sourced) as line_ratio  -- noqa: RF02
         from sourced
-        inner join model_slices on sourced.x_LineId = model_slices.line_id
+        inner join cost_slices on sourced.x_LineId = cost_slices.line_id
     ) as sliced
 ),
 
 ranked as (
-    -- the slice of the largest amount of each origin row and model takes the rounding remainders
+    -- under each model, the slice of the largest amount of each origin row takes the rounding remainders
     select
         parts.*,
         focus_ratio_sums(parts)  -- noqa: AL03, RF02
@@ -86,7 +100,7 @@ ranked as (
 
 final as (
     select
-        ranked.allocation_model,
+        models.allocation_model,
         ranked.billing_period,
         ranked.x_LineId,
         ranked.x_ProviderLineType,
@@ -95,8 +109,10 @@ final as (
         ranked.attempt_id,
         ranked.experiment_id,
         ranked.unallocated_reason,
-        focus_costs_with_rest(ranked)  -- noqa: AL03, RF02
+        focus_costs_with_rest(ranked, models.allocation_model)  -- noqa: AL03, RF02
     from ranked
+    inner join allocation_models() as models
+        on in_allocation_model(ranked.allocation_models, models.allocation_model)
 )
 
 -- noqa: enable=CP02

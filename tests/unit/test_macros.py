@@ -150,6 +150,7 @@ def test_the_allocation_model_rule_is_written_once() -> None:
     ]
     assert copies == []
     assert callers("in_allocation_model(") == [
+        "allocation.focus_ratio_splits",
         "allocation.model_slices",
         "checks.one_currency_per_attempt",
         "checks.slices_sum_to_line",
