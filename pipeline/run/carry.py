@@ -23,6 +23,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pipeline.common.duck import literal
 from pipeline.dag.engines.base import Engine
 from pipeline.dag.models import PUBLISHED_TABLES, Model
 from pipeline.ingest.registry import PROVIDERS
@@ -117,3 +118,12 @@ def carry_in(scope: Scope, engine: Engine, built: list[Model]) -> None:
             (value, int(partitions[value][0]), str(partitions[value][1])) for value in values
         )
         engine.carry(model, scope.folder, entry, values)
+
+
+def in_months(column: str, built: tuple[str, ...] | None) -> str:
+    """A SQL condition keeping the rows whose billing period ``column`` is a month the night
+    built: the passes over the lines after a build (warnings, the restatement guard) read the
+    built months alone, a carried month's lines being the snapshot's own. None: every month."""
+    if built is None:
+        return "true"
+    return f"{column} in ({', '.join(literal(month) for month in built) or 'null'})"

@@ -10,6 +10,7 @@ import duckdb
 
 from pipeline.dag.macros import expand_macros
 from pipeline.ingest.registry import PROVIDERS
+from pipeline.run.carry import in_months
 from pipeline.telemetry.conversion import ID_CONTROLS, control_character
 
 log = logging.getLogger("runcost")
@@ -37,7 +38,7 @@ with flagged as (
         )[1] as tag_key,
         cost_lines.billed_cost
     from normalized.cost_lines as cost_lines
-    where regexp_matches(cost_lines.{kind}_tag, '{controls}')
+    where regexp_matches(cost_lines.{kind}_tag, '{controls}') and {built}
 ),
 
 first_line as (
@@ -71,15 +72,24 @@ _KNOWN = {
 }
 
 
-def warn_lookalike_tags(con: duckdb.DuckDBPyConnection) -> None:
-    """Warn about billing lines whose attempt or experiment tag holds a control character.
+def warn_lookalike_tags(
+    con: duckdb.DuckDBPyConnection, built: tuple[str, ...] | None = None
+) -> None:
+    """Warn about billing lines whose attempt or experiment tag holds a control character, in
+    the billing months the night built (``built``; None: every month): a carried month's lines
+    were warned about the night it was built.
 
     Warned, not refused: the tag is on a billed line, which the bill keeps as billed, so a refusal
     would stop every later run (and anyone able to tag a resource could stop them); the line is
     placed as an untagged line is, and its cost stays in the totals.
     """
     for kind in ("attempt", "experiment"):
-        sql = _CONTROL_TAGS.format(kind=kind, controls=ID_CONTROLS, known=_KNOWN[kind])
+        sql = _CONTROL_TAGS.format(
+            kind=kind,
+            controls=ID_CONTROLS,
+            known=_KNOWN[kind],
+            built=in_months("cost_lines.billing_period", built),
+        )
         row = con.execute(expand_macros(sql, "look-alike tags")).fetchone()
         if row is not None:
             log.warning("%s", _message(kind, *row), extra={"stage": "build"})

@@ -151,9 +151,10 @@ def _run(
     served = None if forced else stages.decide_unread(config, ingested, clock, manifest)
     if served is not None:
         return _served_again(config, events, run_dir, manifest, ingested, served)
-    telemetry = stages.telemetry(config, events, clock)
+    reused = None if forced else stages.served_telemetry(config, ingested, clock, manifest, events)
+    telemetry, prints = reused or (stages.telemetry(config, events, clock), None)
     manifest.inputs["telemetry"] = {name: table.num_rows for name, table in telemetry.items()}
-    served = stages.decide(config, ingested, telemetry, clock, manifest, forced)
+    served = stages.decide(config, ingested, telemetry, clock, manifest, forced, prints)
     if served is not None:
         return _served_again(config, events, run_dir, manifest, ingested, served)
 
@@ -184,7 +185,8 @@ def _run(
         if outcome.in_connection:
             # before a failed check stops the run: bad input (an invoice in another currency
             # than the bill) is reported as the thing to fix, ahead of the checks it may break
-            stages.inspect_build(con, config, clock, manifest.allow_shrink or ())
+            built = scope.built if scope else None
+            stages.inspect_build(con, config, clock, manifest.allow_shrink or (), built)
         _record_checks(manifest, report)
         if report.check_failures:
             causes = failure_causes(con, report.check_failures) if outcome.in_connection else {}

@@ -8,6 +8,7 @@ from pathlib import Path
 import duckdb
 
 from pipeline.common.errors import InputError
+from pipeline.run.carry import in_months
 from pipeline.warehouse.snapshots import snapshot_record, sql_path
 
 # The published tables the accounts of a final period are read from.
@@ -27,12 +28,16 @@ _ACCOUNTS = """
         count(*) as cost_lines
     from {facts} as facts
     inner join {profiles} as profiles on facts.profile_key = profiles.profile_key
+    where {built}
     group by all
 """
 
 
 def check_restated_accounts(
-    con: duckdb.DuckDBPyConnection, folder: Path | None, allowed: Iterable[str] = ()
+    con: duckdb.DuckDBPyConnection,
+    folder: Path | None,
+    allowed: Iterable[str] = (),
+    built: tuple[str, ...] | None = None,
 ) -> None:
     """Refuse a build in which a period final in the published snapshot ``folder`` lost an
     account: a restatement corrects amounts and adds lines, it does not drop an account, and
@@ -41,14 +46,17 @@ def check_restated_accounts(
     stopped it already unless --allow-shrink named it.
 
     ``allowed``: the periods runcost run --allow-shrink names (YYYY-MM), taken as restated so.
+    ``built``: the billing months the night built (None: every month); a carried month's lines
+    are the snapshot's own, so only the built months' are compared.
     """
     readers = _published(folder)
     if readers is None:
         return
     periods, facts, profiles = readers
-    published = _ACCOUNTS.format(facts=facts, profiles=profiles)
-    built = _ACCOUNTS.format(
-        facts="normalized.cost_line_facts", profiles="normalized.cost_line_profiles"
+    months = in_months("facts.billing_period", built)
+    published = _ACCOUNTS.format(facts=facts, profiles=profiles, built=months)
+    lines = _ACCOUNTS.format(
+        facts="normalized.cost_line_facts", profiles="normalized.cost_line_profiles", built=months
     )
     lost = con.execute(
         f"""
@@ -59,7 +67,7 @@ def check_restated_accounts(
             from {periods}
             where is_final
         ),
-        built as ({built}),
+        built as ({lines}),
         built_periods as (
             select distinct provider, billing_account_id, billing_period from built
         )

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import duckdb
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from pipeline.common.duck import connect
 from pipeline.config.loader import Config
@@ -21,7 +22,9 @@ from pipeline.dag.pools import log_pool_warnings
 from pipeline.ingest.registry import PROVIDERS
 from pipeline.run.events import Events
 from pipeline.run.fingerprints import (
+    Fingerprints,
     Inputs,
+    code_fingerprint,
     fingerprints,
     telemetry_files_digest,
     unread_telemetry,
@@ -132,6 +135,42 @@ def telemetry(config: Config, events: Events, clock: datetime) -> dict[str, pa.T
     return tables
 
 
+def served_telemetry(
+    config: Config, ingested: Ingested, clock: datetime, manifest: RunManifest, events: Events
+) -> tuple[dict[str, pa.Table], Fingerprints] | None:
+    """The telemetry tables of the current snapshot and this run's fingerprints, when the
+    telemetry files are byte for byte those the serving run read with the same code and a clock
+    not behind its own: reading, validating and merging them again gives those tables, so a
+    night that re-delivers one month does not pay for every month's attempts. None otherwise
+    (the run reads the files)."""
+    record = serving_record(config.warehouse)
+    previous = previous_fingerprints(record)
+    current = current_snapshot(config.warehouse)
+    if config.telemetry_sources or record is None or previous is None or current is None:
+        return None
+    if not _clock_not_behind(clock, record.get("clock")):
+        return None
+    if previous.shared.get("code") != code_fingerprint():
+        return None
+    prints = unread_telemetry(_inputs(config, ingested, clock, manifest), previous)
+    if prints is None:
+        return None
+    folder = Path(current["snapshot"]) / "telemetry"
+    try:
+        tables = {name: pq.read_table(folder / f"{name}.parquet") for name in TELEMETRY_TABLES}
+    except (OSError, pa.ArrowException):  # a damaged snapshot: the files are read instead
+        return None
+    (manifest.inputs or {})["telemetry_from"] = current["run_id"]
+    events.start("telemetry", "canonical tables")
+    log.info(
+        "telemetry: the files are those snapshot %s read; its telemetry tables are used",
+        current["run_id"],
+        extra={"stage": "telemetry"},
+    )
+    events.done("telemetry", f"{sum(table.num_rows for table in tables.values())} rows")
+    return tables, prints
+
+
 def decide_unread(
     config: Config, ingested: Ingested, clock: datetime, manifest: RunManifest
 ) -> Unchanged | None:
@@ -158,11 +197,14 @@ def decide(
     clock: datetime,
     manifest: RunManifest,
     forced: str | None = None,
+    prints: Fingerprints | None = None,
 ) -> Unchanged | None:
     """The current snapshot when this run's inputs equal those of the run serving it (nothing
     new: no build); else None. Records the fingerprints, and why the run builds, in the
-    manifest's inputs. ``forced``: why the run builds whatever the fingerprints say."""
-    prints = fingerprints(_inputs(config, ingested, clock, manifest), telemetry)
+    manifest's inputs. ``forced``: why the run builds whatever the fingerprints say.
+    ``prints``: the fingerprints, when they were taken without reading the telemetry."""
+    if prints is None:
+        prints = fingerprints(_inputs(config, ingested, clock, manifest), telemetry)
     inputs = manifest.inputs if manifest.inputs is not None else {}
     inputs["fingerprints"] = prints.record()
     record = serving_record(config.warehouse)
@@ -239,15 +281,18 @@ def inspect_build(
     config: Config,
     clock: datetime,
     allow_shrink: Iterable[str] = (),
+    built: tuple[str, ...] | None = None,
 ) -> None:
     """Warnings and bad input only the built tables show: overlapping or idle pools, bill tags
     that look like an attempt id but are not it, an invoice file in another currency than the
     bill (InputError), a restated final period that lost an account (InputError, unless its
-    period is in ``allow_shrink``), telemetry ahead of the clock."""
+    period is in ``allow_shrink``), telemetry ahead of the clock. ``built``: the billing months
+    the night built (None: every month), the only ones whose lines the tag and account passes
+    read."""
     log_pool_warnings(con)
-    warn_lookalike_tags(con)
+    warn_lookalike_tags(con, built)
     check_invoice_currencies(con, config.periods.invoice_file)
-    check_restated_accounts(con, previous_folder(config.warehouse), allow_shrink)
+    check_restated_accounts(con, previous_folder(config.warehouse), allow_shrink, built)
     note_clock_skew(con, clock)
 
 

@@ -43,9 +43,13 @@ def test_a_re_delivered_month_is_built_alone_and_the_others_are_carried(
     world.deliveries[newest] += 1
     world.surcharge[newest] = Decimal("0.37")
     world.deliver(newest)
+    serving = current_snapshot(warehouse)
+    assert serving is not None
 
     result = night(world, warehouse)
 
+    # the telemetry files did not move: the serving snapshot's telemetry tables are used
+    assert _record(result)["inputs"]["telemetry_from"] == serving["run_id"]
     builds = _record(result)["period_builds"]
     assert {month: item["action"] for month, item in builds.items()} == {
         **dict.fromkeys(MONTHS[:-1], "carried forward"),
@@ -57,6 +61,7 @@ def test_a_re_delivered_month_is_built_alone_and_the_others_are_carried(
     assert _record(result)["inputs"]["carried"] == list(MONTHS[:-1])
     rebuilt = _rebuilt(world, warehouse, tmp_path)
     assert _record(rebuilt)["inputs"].get("carried") is None
+    assert "telemetry_from" not in _record(rebuilt)["inputs"]  # --full-refresh reads the files
     assert differences(published(result.database), published(rebuilt.database)) == {}
     # the carried periods' hash sums, taken from the snapshot, add up to the rebuild's
     assert result.content_hashes == rebuilt.content_hashes
@@ -115,6 +120,7 @@ def test_a_change_every_month_shares_builds_every_month(
     record = _record(result)
     assert why in record["inputs"]["built_because"]
     assert record["inputs"].get("carried") is None
+    assert ("telemetry_from" in record["inputs"]) == (change == "config")
     assert {item["action"] for item in record["period_builds"].values()} == {"built"}
 
 

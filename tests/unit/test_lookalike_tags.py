@@ -34,6 +34,7 @@ def built(lines: list[Line]) -> duckdb.DuckDBPyConnection:
     # source_line counts from 0, as ingest numbers the rows of a file
     con.execute(
         "create table normalized.cost_lines (source_delivery varchar default 'd-1', "
+        "billing_period varchar default '2026-10', "
         "source_file varchar, source_line bigint, source_format varchar, "
         "tags map(varchar, varchar), attempt_tag varchar, experiment_tag varchar, "
         "billed_cost decimal(38, 10))"
@@ -136,3 +137,17 @@ def test_plain_and_unicode_tags_are_not_warned(caplog: pytest.LogCaptureFixture)
     )
 
     assert messages(con, caplog) == []
+
+
+def test_a_night_that_carries_months_warns_about_the_built_months_lines_alone(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    con = built(
+        [("a.parquet", 7, "aws_cur", {"user_attempt_id": "att-x\x1b"}, "att-x\x1b", None, "1")]
+    )
+    con.execute("update normalized.cost_lines set billing_period = '2026-09'")
+
+    with caplog.at_level(logging.WARNING, logger="runcost"):
+        warn_lookalike_tags(con, built=("2026-10",))
+    assert caplog.records == []  # September was carried: warned the night it was built
+    assert len(messages(con, caplog)) == 1  # built whole, every month's lines are read

@@ -106,3 +106,13 @@ def test_a_period_with_no_lines_left_is_the_ingest_guards(tmp_path: Path) -> Non
 def test_no_published_snapshot_no_check(tmp_path: Path) -> None:
     check_restated_accounts(build([("2026-09", 1)]), None)
     check_restated_accounts(build([("2026-09", 1)]), tmp_path)
+
+
+def test_a_night_that_carries_months_compares_the_built_months_alone(tmp_path: Path) -> None:
+    folder = published(tmp_path / "snap", FULL)
+    lost = [("2026-09", 1), ("2026-09", 1), ("2026-10", 1), ("2026-10", 2)]
+
+    with pytest.raises(InputError, match="billing period 2026-09 "):
+        check_restated_accounts(build(lost), folder, built=("2026-09",))
+    # a carried month's lines are the snapshot's own: the pass reads the built months alone
+    check_restated_accounts(build(lost), folder, built=("2026-10",))

@@ -20,9 +20,9 @@ def test_allow_shrink_reaches_the_restated_account_check(
     seen: list[tuple[str, ...]] = []
     inspect = stages.inspect_build
 
-    def recording(con, config, clock, allow_shrink=()):  # type: ignore[no-untyped-def]
+    def recording(con, config, clock, allow_shrink=(), built=None):  # type: ignore[no-untyped-def]
         seen.append(tuple(allow_shrink))
-        return inspect(con, config, clock, allow_shrink)
+        return inspect(con, config, clock, allow_shrink, built)
 
     monkeypatch.setattr(stages, "inspect_build", recording)
     config = load_config(write_scenario(tmp_path / "world"))
