@@ -97,6 +97,10 @@ class Provider:
     check: Callable[[Any, TagKeys, bool, bool], CheckReport] | None = None
     # a closed month is final only once no rows arrived for IngestContext.settle_days
     settles: bool = False
+    # every row of a delivery belongs to the billing month its period names, so a night may
+    # build that month alone (pipeline.run.carry); False when a delivery may hold another
+    # month's rows (a GCP partition day holds rows of the previous invoice month)
+    bounds_months: bool = True
     # (the profile columns) -> the source columns (names, or (name, expression over the line
     # items' alias)) its staging.<name>_line_profiles view computes them from and keys them by
     profile_sources: Callable[[tuple[str, ...]], tuple[str | tuple[str, str], ...]] = lambda _: ()

@@ -35,7 +35,8 @@ from pipeline.warehouse.snapshots import DamagedRecord, snapshot_record
 PROFILES = "normalized.cost_line_profiles"
 FACTS = "normalized.cost_line_facts"
 SPLIT_ROWS = "normalized.split_cost_lines"
-SETTLING = frozenset(provider.name for provider in PROVIDERS if provider.settles)
+# the providers a delivery of which may hold rows of another month than its period's
+UNBOUNDED = frozenset(provider.name for provider in PROVIDERS if not provider.bounds_months)
 
 
 @dataclass(frozen=True)
@@ -70,7 +71,7 @@ def scope(
     shared = [part for part in moved if not month_of_part(part)]
     if not carries_periods or folder is None or any(part != ALL_DELIVERIES for part in shared):
         return None
-    if not previous_months <= months or any(item.provider in SETTLING for item in deliveries):
+    if not previous_months <= months or any(item.provider in UNBOUNDED for item in deliveries):
         return None
     carried = tuple(sorted(months - own))
     built = tuple(sorted(months & own))

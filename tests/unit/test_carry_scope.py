@@ -12,7 +12,8 @@ import pytest
 from pipeline.common.errors import ModelError
 from pipeline.dag.build import build
 from pipeline.dag.models import across_periods, discover, parse_model
-from pipeline.run.carry import scope
+from pipeline.ingest.registry import PROVIDERS
+from pipeline.run.carry import UNBOUNDED, scope
 from pipeline.warehouse.raw_store import Delivery
 
 MONTHS = ["2026-08", "2026-09", "2026-10"]
@@ -137,3 +138,9 @@ def test_the_carry_runs_between_the_period_models_and_the_combined_ones() -> Non
     build(con, [after, combined, one], carry=carry)
     assert seen == ["normalized.one"]
     assert sorted(con.execute("select x from marts.later").fetchall()) == [(1,), (2,)]
+
+
+def test_a_provider_says_whether_its_deliveries_bound_their_months() -> None:
+    bounded = {provider.name: provider.bounds_months for provider in PROVIDERS}
+    assert bounded == {"aws": True, "gcp": False, "focus": True}
+    assert {"gcp"} == UNBOUNDED

@@ -63,6 +63,7 @@ PROVIDER = Provider(
     fingerprint=lambda settings: (settings.tables, settings.files),
     check=_check,
     settles=True,
+    bounds_months=False,  # a partition day holds rows of the previous invoice month
     profile_sources=lambda _columns: classification.PROFILE_SOURCES,
     service_subcategories=classification.SERVICE_SUBCATEGORIES,
     macros=classification.MACROS,
