@@ -43,8 +43,12 @@ _JOINS = re.compile(r"^--\s*joins:\s*(.*)$", re.MULTILINE)
 # `-- periods: combined` marks a model whose rows combine billing periods (a mart per attempt or
 # experiment, estimates priced over every period): a night that builds some periods builds it,
 # and every model reading it, after the other periods' published rows are carried in
-# (pipeline.run.carry); every other model's rows belong to one period and come from its lines
+# (pipeline.run.carry); every other model's rows belong to one period and come from its lines.
+# `-- periods: keyed by <column> of <layer.table>` marks a published table without a billing
+# period whose rows are shared by the lines of every period (the line profiles): a night carries
+# the rows whose <column> the carried periods of <layer.table> hold
 _PERIODS = re.compile(r"^--\s*periods:\s*(.*)$", re.MULTILINE)
+_KEYED = re.compile(r"keyed by ([a-z_][a-z0-9_]*) of ([a-z_]+\.[a-z_][a-z0-9_]*)")
 MATERIALIZATIONS = ("table", "view", "intermediate", "parquet")
 # materializations the engines compute once and store in the build
 STORED = ("table", "intermediate", "parquet")
@@ -77,6 +81,8 @@ class Model:
     pass_inputs: frozenset[str] = field(default_factory=frozenset)
     joins_as_written: bool = False
     combines_periods: bool = False
+    # (key column, per-period table) when the header says `-- periods: keyed by ...`
+    carried_by: tuple[str, str] | None = None
 
     @property
     def qualified(self) -> str:
@@ -134,7 +140,8 @@ def parse_model(layer: str, name: str, sql: str, path: Path | None = None) -> Mo
         materialized=_published_view_inputs(materialized, inputs, where),
         pass_inputs=pass_inputs,
         joins_as_written=_joins_as_written(sql, materialized, layer, where),
-        combines_periods=_combines_periods(sql, where),
+        combines_periods=_periods(sql, where) == "combined",
+        carried_by=_carried_by(_periods(sql, where)),
     )
 
 
@@ -172,14 +179,24 @@ def _joins_as_written(sql: str, materialized: str, layer: str, where: str) -> bo
     return True
 
 
-def _combines_periods(sql: str, where: str) -> bool:
+def _periods(sql: str, where: str) -> str | None:
+    """The value of the header line `-- periods:` (None without one): `combined`, or `keyed by
+    <column> of <layer.table>` and the reason in parentheses after either."""
     found = [text.strip() for text in _PERIODS.findall(sql)]
-    if any(not text.startswith("combined") for text in found) or len(found) > 1:
+    valid = all(text.startswith("combined") or _KEYED.match(text) for text in found)
+    if not valid or len(found) > 1:
         raise ModelError(
-            f"{where}: the one value of the header line `-- periods:` is `combined` "
-            f"(found {', '.join(repr(text) for text in found)})"
+            f"{where}: the one header line `-- periods:` says `combined` or `keyed by <column> "
+            f"of <layer.table>` (found {', '.join(repr(text) for text in found)})"
         )
-    return bool(found)
+    if not found:
+        return None
+    return "combined" if found[0].startswith("combined") else found[0]
+
+
+def _carried_by(periods: str | None) -> tuple[str, str] | None:
+    matched = _KEYED.match(periods or "")
+    return (matched.group(1), matched.group(2)) if matched else None
 
 
 def across_periods(models: Iterable[Model]) -> set[str]:

@@ -31,9 +31,6 @@ from pipeline.run.fingerprints import ALL_DELIVERIES, month_of, month_of_part
 from pipeline.warehouse.raw_store import Delivery
 from pipeline.warehouse.snapshots import DamagedRecord, snapshot_record
 
-# the table of profiles: one row per profile_key, of any period's lines
-PROFILES = "normalized.cost_line_profiles"
-FACTS = "normalized.cost_line_facts"
 SPLIT_ROWS = "normalized.split_cost_lines"
 # the providers a delivery of which may hold rows of another month than its period's
 UNBOUNDED = frozenset(provider.name for provider in PROVIDERS if not provider.bounds_months)
@@ -105,11 +102,12 @@ def carry_in(scope: Scope, engine: Engine, built: list[Model]) -> None:
         entry = tables.get(model.qualified)
         if model.materialization not in PUBLISHED_TABLES or not isinstance(entry, dict):
             continue
-        if model.qualified == PROFILES:  # the profiles the carried months' lines use
-            facts = tables.get(FACTS) or {}
-            values = [value for value in (facts.get("partitions") or {}) if value in scope.carried]
+        if model.carried_by is not None:  # the rows the carried months' rows of a table use
+            key, table = model.carried_by
+            used = tables.get(table) or {}
+            values = [value for value in (used.get("partitions") or {}) if value in scope.carried]
             if values and entry.get("rows"):
-                engine.carry(model, scope.folder, entry, values, keyed=("profile_key", facts))
+                engine.carry(model, scope.folder, entry, values, keyed=(key, used))
             continue
         partitions = entry.get("partitions") or {}
         values = [value for value in partitions if value in scope.carried]

@@ -1,5 +1,7 @@
 -- Each distinct profile of the bill's cost lines: the text columns with few values, stored once per combination.
 -- grain: one row per profile_key, every provider
+-- periods: keyed by profile_key of normalized.cost_line_facts (a night that carries some billing periods carries
+-- the profiles their lines use)
 -- A line's profile is its category, service, SKU, usage type, operation, place, account names, delivery, invoice and
 -- FOCUS names (line_profile_columns). Each source computes them once per distinct combination of the source columns
 -- they are read from (staging.<provider>_line_profiles) and names them by profile_key, a 64-bit hash of those source

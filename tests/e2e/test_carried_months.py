@@ -16,7 +16,6 @@ import pytest
 from history_world import MONTHS, differences, first_night, night, published
 
 from pipeline.dag.models import across_periods, discover
-from pipeline.run.carry import PROFILES
 from pipeline.run.nightly import RunResult
 from pipeline.warehouse.snapshots import current_snapshot
 
@@ -147,7 +146,9 @@ def test_every_table_of_one_period_is_published_by_period(tmp_path: Path, provid
     pointer = current_snapshot(warehouse)
     assert pointer is not None
     tables = json.loads((Path(pointer["snapshot"]) / "snapshot.json").read_text())["tables"]
-    combined = across_periods(discover())
+    models = discover()
+    combined = across_periods(models)
+    keyed = [model.qualified for model in models if model.carried_by]  # the profiles
     unpartitioned = sorted(
         name
         for name, entry in tables.items()
@@ -156,4 +157,4 @@ def test_every_table_of_one_period_is_published_by_period(tmp_path: Path, provid
         and entry.get("rows")
         and entry.get("partition_by") != "billing_period"
     )
-    assert unpartitioned == [PROFILES]
+    assert unpartitioned == keyed == ["normalized.cost_line_profiles"]

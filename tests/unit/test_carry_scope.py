@@ -116,8 +116,16 @@ def test_the_periods_header_takes_one_value() -> None:
     assert not parse_model(
         "marts", "m", "-- m\n-- grain: one row per x\nselect 1 as x"
     ).combines_periods
-    with pytest.raises(ModelError, match="`-- periods:` is `combined`"):
+    keyed = parse_model("normalized", "m", sql.format("keyed by key of normalized.lines (x)"))
+    assert keyed.carried_by == ("key", "normalized.lines")
+    assert not keyed.combines_periods
+    with pytest.raises(ModelError, match="says `combined` or `keyed by <column> of"):
         parse_model("marts", "m", sql.format("each"))
+
+
+def test_the_profiles_are_carried_by_the_keys_the_carried_lines_use() -> None:
+    keyed = {model.qualified: model.carried_by for model in discover() if model.carried_by}
+    assert keyed == {"normalized.cost_line_profiles": ("profile_key", "normalized.cost_line_facts")}
 
 
 def test_the_carry_runs_between_the_period_models_and_the_combined_ones() -> None:
