@@ -99,6 +99,17 @@ def relink_partitions(target: Path, shared: dict[str, Path]) -> set[str]:
     return linked
 
 
+def link_or_copy(source: Path, folder: Path) -> None:
+    """Each file of the partition folder ``source`` into ``folder``: hard-linked, or copied
+    where the filesystem has no links (a carried partition must be there either way)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for path in sorted(source.iterdir()):
+        try:
+            os.link(path, folder / path.name)
+        except OSError:
+            shutil.copy2(path, folder / path.name)
+
+
 def _linked(source: Path, folder: Path) -> bool:
     folder.mkdir(parents=True, exist_ok=True)
     try:

@@ -3,13 +3,12 @@
 
 from __future__ import annotations
 
-import os
-import shutil
 from pathlib import Path
 
 import duckdb
 
 from pipeline.common.duck import literal
+from pipeline.warehouse.sharing import link_or_copy
 from pipeline.warehouse.views import PARTITION_COLUMN, TableContent, typed_query
 
 
@@ -73,14 +72,8 @@ def link_partitions(
     if written.is_file():  # no row in the built periods: written as one file
         written.unlink()
     for value in values:
-        source = folder / entry["path"] / f"{PARTITION_COLUMN}={value}"
-        into = target / f"{PARTITION_COLUMN}={value}"
-        into.mkdir(parents=True, exist_ok=True)
-        for path in sorted(source.iterdir()):
-            try:
-                os.link(path, into / path.name)
-            except OSError:
-                shutil.copy2(path, into / path.name)
+        name = f"{PARTITION_COLUMN}={value}"
+        link_or_copy(folder / entry["path"] / name, target / name)
     rows = int(entry.get("rows") or 0) or 1  # any rows: the layout of a partitioned table
     table = TableContent(qualified, qualified, columns, rows, "", target)
     query = typed_query(con, str(published.absolute()), table)

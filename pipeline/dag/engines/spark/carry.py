@@ -11,14 +11,13 @@ links them.
 
 from __future__ import annotations
 
-import os
-import shutil
 from dataclasses import dataclass
 from functools import reduce
 from pathlib import Path
 from typing import Any
 
 from pipeline.dag.engines.spark.schemas import spark_path
+from pipeline.warehouse.sharing import link_or_copy
 from pipeline.warehouse.views import PARTITION_COLUMN
 
 
@@ -98,10 +97,4 @@ def link_carried(target: Path, partitions: tuple[Path, ...]) -> None:
     """Hard-link each carried partition's files into the table's folder ``target`` (a copy
     where the filesystem has no links)."""
     for source in partitions:
-        into = target / source.name
-        into.mkdir(parents=True, exist_ok=True)
-        for path in sorted(source.iterdir()):
-            try:
-                os.link(path, into / path.name)
-            except OSError:
-                shutil.copy2(path, into / path.name)
+        link_or_copy(source, target / source.name)
