@@ -24,7 +24,6 @@ from pipeline.run.events import Events
 from pipeline.run.fingerprints import (
     Fingerprints,
     Inputs,
-    code_fingerprint,
     fingerprints,
     telemetry_files_digest,
     unread_telemetry,
@@ -143,17 +142,13 @@ def served_telemetry(
     not behind its own: reading, validating and merging them again gives those tables, so a
     night that re-delivers one month does not pay for every month's attempts. None otherwise
     (the run reads the files)."""
-    record = serving_record(config.warehouse)
-    previous = previous_fingerprints(record)
+    unread = _unread(config, ingested, clock, manifest)
     current = current_snapshot(config.warehouse)
-    if config.telemetry_sources or record is None or previous is None or current is None:
+    if config.telemetry_sources or unread is None or current is None:
         return None
-    if not _clock_not_behind(clock, record.get("clock")):
-        return None
-    if previous.shared.get("code") != code_fingerprint():
-        return None
-    prints = unread_telemetry(_inputs(config, ingested, clock, manifest), previous)
-    if prints is None:
+    record, prints = unread
+    previous = previous_fingerprints(record)  # this run's code part is the code it runs
+    if previous is None or previous.shared.get("code") != prints.shared.get("code"):
         return None
     folder = Path(current["snapshot"]) / "telemetry"
     try:
@@ -177,17 +172,30 @@ def decide_unread(
     """Nothing new, told before reading the telemetry: the current snapshot when the telemetry
     files are byte for byte those the serving run read (its telemetry fingerprints stand) and
     every other part is equal too; None otherwise (the run reads the telemetry and decides)."""
+    unread = _unread(config, ingested, clock, manifest)
+    if unread is None:
+        return None
+    record, prints = unread
+    same = nothing_new(config.warehouse, prints, record)
+    if same is not None:
+        inputs = manifest.inputs if manifest.inputs is not None else {}
+        inputs["telemetry"] = (record.get("inputs") or {}).get("telemetry")
+        inputs["fingerprints"] = prints.record()
+    return same
+
+
+def _unread(
+    config: Config, ingested: Ingested, clock: datetime, manifest: RunManifest
+) -> tuple[dict, Fingerprints] | None:
+    """The serving run's record and this run's fingerprints taken without reading the
+    telemetry, when its files are byte for byte those that run read and the clock is not
+    behind that run's; None otherwise."""
     record = serving_record(config.warehouse)
     previous = previous_fingerprints(record)
     if record is None or previous is None or not _clock_not_behind(clock, record.get("clock")):
         return None
     prints = unread_telemetry(_inputs(config, ingested, clock, manifest), previous)
-    same = nothing_new(config.warehouse, prints, record) if prints is not None else None
-    if same is not None and prints is not None:
-        inputs = manifest.inputs if manifest.inputs is not None else {}
-        inputs["telemetry"] = (record.get("inputs") or {}).get("telemetry")
-        inputs["fingerprints"] = prints.record()
-    return same
+    return None if prints is None else (record, prints)
 
 
 def decide(

@@ -96,7 +96,7 @@ def test_a_restated_old_month_is_built_alone_and_the_carried_months_are_linked(
 
 @pytest.mark.parametrize(
     ("change", "why"),
-    [("config", "config"), ("telemetry", "telemetry")],
+    [("config", "config"), ("telemetry", "telemetry"), ("code", "code")],
 )
 def test_a_change_every_month_shares_builds_every_month(
     tmp_path: Path, change: str, why: str
@@ -104,6 +104,13 @@ def test_a_change_every_month_shares_builds_every_month(
     world, warehouse = first_night(tmp_path, "aws")
     if change == "config":
         world.price += Decimal("0.05")
+    elif change == "code":  # the serving run ran another runcost: its telemetry is read again
+        pointer = current_snapshot(warehouse)
+        assert pointer is not None
+        manifest = warehouse / "runs" / pointer["run_id"] / "manifest.json"
+        record = json.loads(manifest.read_text(encoding="utf-8"))
+        record["inputs"]["fingerprints"]["shared"]["code"] = "another runcost"
+        manifest.write_text(json.dumps(record), encoding="utf-8")
     else:
         world.held = [
             replace(held, status="failed") if held.attempt_id == "m0-a" else held
