@@ -138,10 +138,15 @@ def test_a_google_cloud_night_builds_every_month(tmp_path: Path) -> None:
     world.surcharge[newest] = Decimal("0.37")
     world.deliver(newest)
 
+    serving = current_snapshot(warehouse)
+    assert serving is not None
+
     result = night(world, warehouse)
 
     assert _record(result)["inputs"].get("carried") is None
     assert {item["action"] for item in _record(result)["period_builds"].values()} == {"built"}
+    # built whole, but its telemetry files did not move: the snapshot's tables are used
+    assert _record(result)["inputs"]["telemetry_from"] == serving["run_id"]
 
 
 @pytest.mark.parametrize("provider", ["aws", "focus"])
