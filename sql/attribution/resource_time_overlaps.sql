@@ -35,7 +35,12 @@ attribution_settings as (
 ),
 
 horizon as (
-    select max(cost_lines.charge_period_end) as latest_end from cost_lines
+    -- the span of the lines built: an interval outside it overlaps no window (on a night that
+    -- builds one month of many, the other months' intervals are never cut into hours)
+    select
+        min(cost_lines.charge_period_start) as earliest_start,
+        max(cost_lines.charge_period_end) as latest_end
+    from cost_lines
 ),
 
 held_intervals as (
@@ -54,7 +59,8 @@ held_intervals as (
     cross join horizon
     where
         coalesce(attempt_resources.resource_id, '') <> ''
-        and coalesce(attempt_resources.started_at, attempts.started_at) is not null
+        and coalesce(attempt_resources.started_at, attempts.started_at) < horizon.latest_end
+        and coalesce(attempt_resources.ended_at, attempts.ended_at, horizon.latest_end) > horizon.earliest_start
         and in_resource_partition(attempt_resources.resource_id)
 ),
 

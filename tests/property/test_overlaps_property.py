@@ -145,6 +145,14 @@ def expected_overlaps(drawn_windows: list, drawn_intervals: list) -> dict:
     [(0, "i-a", START, 2 * HOUR, 1), (1, "i-a", START + 2 * HOUR, timedelta(minutes=90), 1),
      (2, "i-a", START + timedelta(minutes=210), None, 1)],
 )  # fmt: skip
+# lines of two hours among intervals ending where they start, crossing their first quarter hour,
+# starting where they end, and one before them beside an interval that then holds an hour alone
+@example(
+    [("i-a", START + 2 * HOUR, HOUR), ("i-b", START + 3 * HOUR, HOUR)],
+    [(0, "i-a", START, timedelta(minutes=135), 1), (1, "i-b", START, 2 * HOUR, 1),
+     (2, "i-b", START + 4 * HOUR, None, 1), (3, "i-a", START + timedelta(minutes=90),
+     timedelta(minutes=20), 1), (4, "i-a", START + timedelta(minutes=115), HOUR, 2)],
+)  # fmt: skip
 def test_each_window_lists_its_holders_with_the_seconds_they_held(
     drawn_windows: list, drawn_intervals: list
 ) -> None:
