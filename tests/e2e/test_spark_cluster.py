@@ -3,8 +3,9 @@ Connect server (not yet pointed at the master: its executors likely run in its o
 Every world, first run on an empty
 warehouse, publishes what the DuckDB engine publishes, to the last decimal; the raw billing
 Parquet is read by the executors, not passed through the driver. A second night that re-delivers
-one month builds it alone on the cluster and carries the others forward: what it publishes equals
-a full rebuild of the same inputs, and the carried months' Parquet is the snapshot's, linked."""
+one month (of a CUR or a FOCUS bill on the standalone cluster, of a CUR through Spark Connect)
+builds it alone and carries the others forward: what it publishes equals a full rebuild of the
+same inputs, and the carried months' Parquet is the snapshot's, linked."""
 
 from __future__ import annotations
 
@@ -202,11 +203,18 @@ def carried_by_engine(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     return seen
 
 
+@pytest.mark.parametrize("provider", ["aws", "focus"])
 def test_a_second_night_on_a_cluster_builds_the_re_delivered_month_alone(
-    master: str, cluster_session: Any, carried_by_engine: dict, tmp_path: Path
+    provider: str, master: str, cluster_session: Any, carried_by_engine: dict, tmp_path: Path
 ) -> None:
     spark = f'[spark]\nmaster = "{master}"\n' + _conf(RUN_SETTINGS)
-    world = World(tmp_path / "inputs", "aws")
+    _second_night(World(tmp_path / "inputs", provider), spark, carried_by_engine, tmp_path)
+
+
+def _second_night(world: World, spark: str, carried_by_engine: dict, tmp_path: Path) -> None:
+    """A first night on the cluster, then one re-delivering the newest month: that month is
+    built alone, the others carried (their Parquet the snapshot's files), and every published
+    table equals a full rebuild on the cluster of the same inputs."""
     (world.root / "exports" / EXPORT / "data").mkdir(parents=True)
     for period in MONTHS:
         world.deliver(period)
@@ -263,6 +271,16 @@ def test_every_world_on_spark_connect(
         # worker (test_spark_engine's) must not inherit it
         os.environ.pop("SPARK_CONNECT_MODE_ENABLED", None)
     _assert_executors_read_the_bill(inspected, world, _cost_lines(duckdb_runs, world))
+
+
+def test_a_second_night_on_spark_connect_builds_the_re_delivered_month_alone(
+    remote: str, carried_by_engine: dict, tmp_path: Path
+) -> None:
+    spark = f'[spark]\nremote = "{remote}"\n' + _conf(RUN_SETTINGS)
+    try:
+        _second_night(World(tmp_path / "inputs", "aws"), spark, carried_by_engine, tmp_path)
+    finally:
+        os.environ.pop("SPARK_CONNECT_MODE_ENABLED", None)
 
 
 def _cost_lines(duckdb_runs: dict[str, tuple[Path, Any]], world: str) -> int:
