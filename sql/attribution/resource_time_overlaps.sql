@@ -35,8 +35,8 @@ attribution_settings as (
 ),
 
 horizon as (
-    -- the span of the lines built: an interval outside it overlaps no window (on a night that
-    -- builds one month of many, the other months' intervals are never cut into hours)
+    -- the span of the lines built: an interval outside it meets no window (a night building one
+    -- month of many never cuts the other months' intervals into hours)
     select
         min(cost_lines.charge_period_start) as earliest_start,
         max(cost_lines.charge_period_end) as latest_end
@@ -53,25 +53,31 @@ held_intervals as (
             attempt_resources.ended_at, attempts.ended_at, horizon.latest_end
         ) as held_until,
         coalesce(attempt_resources.gpu_count, attempts.gpu_count) as gpu_count,
-        attempts.experiment_id
+        attempts.experiment_id,
+        horizon.earliest_start as span_start,
+        horizon.latest_end as span_end
     from attempt_resources
     inner join attempts on attempt_resources.attempt_id = attempts.attempt_id
     cross join horizon
     where
         coalesce(attempt_resources.resource_id, '') <> ''
-        and coalesce(attempt_resources.started_at, attempts.started_at) < horizon.latest_end
-        and coalesce(attempt_resources.ended_at, attempts.ended_at, horizon.latest_end) > horizon.earliest_start
+        and coalesce(attempt_resources.started_at, attempts.started_at) is not null
         and in_resource_partition(attempt_resources.resource_id)
 ),
 
 held_spans as (
-    -- the intervals that list an hour, each with its first and last listed hour
+    -- the intervals that list an hour inside the span of the lines, each with its first and last
+    -- listed hour; filtered here, past the intervals every reader shares, so that the span's one
+    -- row stays a cross product and never becomes a range join
     select
-        held_intervals.*,
+        held_intervals.* exclude (held_intervals.span_start, held_intervals.span_end),
         hour_start_us(held_intervals.held_from) as first_hour_us,
         hour_start_us(held_intervals.held_until - interval 1 microsecond) as last_hour_us
     from held_intervals
-    where held_intervals.held_until > held_intervals.held_from
+    where
+        held_intervals.held_until > held_intervals.held_from
+        and held_intervals.held_until > held_intervals.span_start
+        and held_intervals.held_from < held_intervals.span_end
 ),
 
 held_neighbours as (
