@@ -35,8 +35,8 @@ attribution_settings as (
 ),
 
 horizon as (
-    -- the span of the lines built: an interval outside it meets no window (a night building one
-    -- month of many never cuts the other months' intervals into hours)
+    -- the span of the lines built: an interval listing no hour of it meets no window (a night
+    -- building one month of many never cuts the other months' intervals into hours)
     select
         min(cost_lines.charge_period_start) as earliest_start,
         max(cost_lines.charge_period_end) as latest_end
@@ -66,9 +66,9 @@ held_intervals as (
 ),
 
 held_spans as (
-    -- the intervals that list an hour inside the span of the lines, each with its first and last
-    -- listed hour; filtered here, past the intervals every reader shares, so that the span's one
-    -- row stays a cross product and never becomes a range join
+    -- the intervals that list an hour of the span of the lines, each with its first and last listed
+    -- hour; filtered here, past the intervals every reader shares, so that the span's one row stays
+    -- a cross product and never becomes a range join
     select
         held_intervals.* exclude (held_intervals.span_start, held_intervals.span_end),
         hour_start_us(held_intervals.held_from) as first_hour_us,
@@ -76,8 +76,10 @@ held_spans as (
     from held_intervals
     where
         held_intervals.held_until > held_intervals.held_from
-        and held_intervals.held_until > held_intervals.span_start
-        and held_intervals.held_from < held_intervals.span_end
+        -- an hour of the span: a window's hours lie in it, and an interval listing one of them
+        -- counts its GPUs there even when it holds none of the window's time
+        and epoch_us(held_intervals.held_until) > hour_start_us(held_intervals.span_start)
+        and hour_start_us(held_intervals.held_from) < epoch_us(held_intervals.span_end)
 ),
 
 held_neighbours as (

@@ -153,6 +153,19 @@ def expected_overlaps(drawn_windows: list, drawn_intervals: list) -> dict:
      (2, "i-b", START + 4 * HOUR, None, 1), (3, "i-a", START + timedelta(minutes=90),
      timedelta(minutes=20), 1), (4, "i-a", START + timedelta(minutes=115), HOUR, 2)],
 )  # fmt: skip
+# an interval ending before the first line starts, and one starting after the last line ends,
+# in those lines' hour: they hold none of the window's time but list its hour, so their GPUs
+# count for their attempt there
+@example(
+    [("i-a", START + timedelta(minutes=30), timedelta(minutes=30))],
+    [(0, "i-a", START, timedelta(minutes=20), 8), (0, "i-a", START + timedelta(minutes=25),
+     2 * HOUR, 1), (1, "i-a", START + timedelta(minutes=70), HOUR, 2)],
+)  # fmt: skip
+@example(
+    [("i-a", START + timedelta(minutes=30), timedelta(minutes=20))],
+    [(0, "i-a", START + timedelta(minutes=25), timedelta(minutes=30), 1),
+     (0, "i-a", START + timedelta(minutes=55), timedelta(minutes=3), 8)],
+)  # fmt: skip
 def test_each_window_lists_its_holders_with_the_seconds_they_held(
     drawn_windows: list, drawn_intervals: list
 ) -> None:
