@@ -18,40 +18,7 @@ profiles as (
     select * from normalized.cost_line_profiles
 ),
 
-profile_classes as (
-    -- each profile's ledger keys and classification numbered as one key: the slices are grouped
-    -- on that number, not on five texts (at 10M, 11.7M slices into 1.46M sums), and the sums take
-    -- the texts back; two profiles of the same five values share a number
-    select
-        profiles.profile_key,
-        profiles.provider,
-        profiles.billing_account_id,
-        profiles.billing_currency,
-        profiles.cost_class,
-        profiles.commitment_status,
-        dense_rank() over (
-            order by
-                profiles.provider,
-                profiles.billing_account_id,
-                profiles.billing_currency,
-                profiles.cost_class,
-                profiles.commitment_status
-        ) as class_key
-    from profiles
-),
-
-classes as (
-    select distinct
-        profile_classes.class_key,
-        profile_classes.provider,
-        profile_classes.billing_account_id,
-        profile_classes.billing_currency,
-        profile_classes.cost_class,
-        profile_classes.commitment_status
-    from profile_classes
-),
-
-sums as (
+final as (
     select
         cost_slices.billing_period,
         cost_slices.allocation_models,
@@ -59,32 +26,17 @@ sums as (
         cost_slices.experiment_id,
         cost_slices.allocation_kind,
         cost_slices.attribution_method,
-        profile_classes.class_key,
+        cost_slices.provider,
+        cost_slices.billing_account_id,
+        cost_slices.billing_currency,
+        profiles.cost_class,
+        profiles.commitment_status,
         count(*) as cost_slices,
         money_sum_bases(cost_slices)  -- noqa: AL03
     from cost_slices
-    left join profile_classes on cost_slices.profile_key = profile_classes.profile_key
+    left join profiles on cost_slices.profile_key = profiles.profile_key
     where cost_slices.attempt_id is not null or cost_slices.experiment_id is not null
     group by all
-),
-
-final as (
-    select
-        sums.billing_period,
-        sums.allocation_models,
-        sums.attempt_id,
-        sums.experiment_id,
-        sums.allocation_kind,
-        sums.attribution_method,
-        classes.provider,
-        classes.billing_account_id,
-        classes.billing_currency,
-        classes.cost_class,
-        classes.commitment_status,
-        sums.cost_slices,
-        bases(sums)  -- noqa: AL03, RF02
-    from sums
-    left join classes on sums.class_key = classes.class_key
 )
 
 select * from final
